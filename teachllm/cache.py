@@ -1,0 +1,103 @@
+"""KVCache: the keys and values of every token seen so far, kept so decode never recomputes them.
+
+Why only K and V? When one token is appended, the new row of QKᵀ needs the new query against
+*all* keys, and the new output row needs *all* values; the old queries are never used again.
+So each layer keeps K and V for past tokens, and the query is computed fresh for the new token.
+
+This cache is contiguous and preallocated, as in the seeds' `KVCache` sketch: one block of
+memory sized for `max_len` tokens per sequence, filled left to right. Its size, per token, is
+
+    2 (K and V) · n_layers · n_kv_heads · head_dim · bytes per element
+
+Rows of a batch share one write position (`length`). Prompts of different lengths are
+left-padded: `start[b]` is the first slot of row b that holds a real token, and the
+attention mask hides the slots before it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .config import ModelConfig
+
+
+class KVCache:
+    def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1,
+                 dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
+        if not isinstance(max_len, int) or max_len < 1:
+            raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+        if max_len > config.max_position_embeddings:
+            raise ValueError(f"max_len={max_len} exceeds the model's context window of "
+                             f"{config.max_position_embeddings} tokens")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.config = config
+        self.max_len = max_len
+        self.batch_size = batch_size
+        shape = (config.n_layers, batch_size, config.n_kv_heads, max_len, config.head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)  # [L, B, n_kv, max_len, d]
+        self.v = torch.zeros(shape, dtype=dtype, device=device)  # [L, B, n_kv, max_len, d]
+        self.length = 0  # slots filled so far (the same for every row)
+        self.start = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B] first real slot of each row
+
+    # ---- what a student looks at ---------------------------------------------------------------
+    def keys(self, layer: int) -> torch.Tensor:
+        """Keys stored for one layer: [B, n_kv, length, d]."""
+        return self.k[layer, :, :, : self.length]
+
+    def values(self, layer: int) -> torch.Tensor:
+        """Values stored for one layer: [B, n_kv, length, d]."""
+        return self.v[layer, :, :, : self.length]
+
+    @property
+    def bytes_per_token(self) -> int:
+        """Bytes one token of one sequence takes: 2 · L · n_kv · d · element size."""
+        c = self.config
+        return 2 * c.n_layers * c.n_kv_heads * c.head_dim * self.k.element_size()
+
+    @property
+    def bytes_allocated(self) -> int:
+        return self.k.nbytes + self.v.nbytes
+
+    @property
+    def bytes_used(self) -> int:
+        """Bytes of the slots filled so far, over all rows (padding slots included: they hold memory too)."""
+        return self.length * self.batch_size * self.bytes_per_token
+
+    @property
+    def free(self) -> int:
+        """Slots left in each row."""
+        return self.max_len - self.length
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"KVCache(batch={self.batch_size}, length={self.length}/{self.max_len}, "
+                f"layers={c.n_layers}, kv_heads={c.n_kv_heads}, head_dim={c.head_dim}, dtype={self.k.dtype}, "
+                f"used={self.bytes_used / 2**20:.2f} MiB of {self.bytes_allocated / 2**20:.2f} MiB)")
+
+    # ---- what the model does with it -----------------------------------------------------------
+    def check_room(self, n_new: int) -> None:
+        """Raise if `n_new` more tokens do not fit (no silent truncation, no wrap-around)."""
+        if self.length + n_new > self.max_len:
+            raise ValueError(f"the KV cache is full: it holds {self.length} of {self.max_len} slots, "
+                             f"and {n_new} more token(s) do not fit; make a larger cache with "
+                             f"lm.new_cache(max_len=...) (at most {self.config.max_position_embeddings})")
+
+    def write(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the new tokens' K and V after the filled slots; return all keys and values up to them.
+
+        k_new, v_new: [B, n_kv, S, d]. Returns two views of shape [B, n_kv, length + S, d].
+        The length itself moves on only in `advance`, once every layer has written.
+        """
+        end = self.length + k_new.shape[2]
+        self.k[layer, :, :, self.length:end] = k_new
+        self.v[layer, :, :, self.length:end] = v_new
+        return self.k[layer, :, :, :end], self.v[layer, :, :, :end]
+
+    def advance(self, n_new: int) -> None:
+        self.length += n_new
+
+    def reset(self) -> None:
+        """Forget every token (the memory stays allocated)."""
+        self.length = 0
+        self.start.zero_()

@@ -1,0 +1,61 @@
+"""Shared fixtures: the bundled model in teachllm and in transformers, loaded once per test session.
+
+Nothing here may reach the network: the Hub is switched off before anything imports it.
+"""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import teachllm as tl  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def lm():
+    """The bundled SmolLM2-135M-Instruct in teachllm, float32 on the CPU."""
+    return tl.load(device="cpu", dtype="float32", progress=False)
+
+
+@pytest.fixture(scope="session")
+def hf_model(lm):
+    """The same weights in transformers' own LlamaForCausalLM: the reference."""
+    from transformers import AutoModelForCausalLM
+
+    folder = tl.loading.checkpoint_folder(progress=False)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="session")
+def long_prompt(lm):
+    """An English paragraph of well over 64 tokens."""
+    text = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
+            "combined movable metal type, oil-based ink and a wooden screw press adapted from wine making. "
+            "Within fifty years, presses had spread to more than two hundred cities across Europe, the price "
+            "of books fell sharply, and pamphlets carried news, sermons and arguments further than any "
+            "handwritten copy ever had.")
+    ids = lm.tokenizer.encode(text)
+    assert len(ids) >= 64
+    return ids
+
+
+def greedy_with_cache(lm, ids, n_new):
+    """Greedy decoding written with prefill and decode_step, stopping at end-of-sequence."""
+    cache = lm.new_cache(max_len=len(ids) + n_new)
+    logits = lm.prefill(ids, cache)
+    out = []
+    for _ in range(n_new):
+        token = int(logits.argmax(-1))
+        out.append(token)
+        if token in lm.config.eos_token_ids or len(out) == n_new:
+            break
+        logits = lm.decode_step(token, cache)
+    return out
+
+
+@pytest.fixture(scope="session")
+def greedy():
+    return greedy_with_cache

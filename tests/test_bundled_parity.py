@@ -1,0 +1,119 @@
+"""The bundled SmolLM2-135M-Instruct, fp32 on the CPU, against transformers on the same weights."""
+
+import torch
+
+import teachllm as tl
+
+PROMPTS = [
+    "The three primary colours are",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+]
+
+
+def test_forward_matches_transformers_over_64_plus_tokens(lm, hf_model, long_prompt):
+    ids = torch.tensor([long_prompt])
+    with torch.no_grad():
+        ref = hf_model(ids).logits  # [1, S, V]
+    err = (lm.forward(ids) - ref).abs().max().item()
+    print(f"forward vs transformers over {ids.shape[1]} tokens: max abs error {err:.2e}")
+    assert err <= 1e-4
+
+
+def test_prefill_plus_decode_equals_forward_batch_1(lm, long_prompt):
+    full = lm.forward(long_prompt)[0]  # [S, V]
+    cache = lm.new_cache(max_len=len(long_prompt))
+    split = 24
+    got = [lm.prefill(long_prompt[:split], cache)[0]]
+    for token in long_prompt[split:]:
+        got.append(lm.decode_step(token, cache)[0])
+    got = torch.stack(got)  # [S - split + 1, V]
+    want = full[split - 1:]
+    err = (got - want).abs().max().item()
+    print(f"prefill({split}) + {len(long_prompt) - split} decode steps vs forward: max abs error {err:.2e}")
+    assert err <= 5e-4
+    assert torch.equal(got.argmax(-1), want.argmax(-1))
+    assert cache.length == len(long_prompt)
+
+
+def test_prefill_plus_decode_equals_forward_batch_3(lm, long_prompt):
+    rows = torch.tensor([long_prompt[:40], long_prompt[10:50], long_prompt[-40:]])  # [3, 40]
+    full = lm.forward(rows)  # [3, 40, V]
+    cache = lm.new_cache(max_len=40, batch_size=3)
+    got = [lm.prefill(rows[:, :16], cache)]
+    for i in range(16, 40):
+        got.append(lm.decode_step(rows[:, i], cache))
+    got = torch.stack(got, dim=1)  # [3, 25, V]
+    want = full[:, 15:]
+    err = (got - want).abs().max().item()
+    print(f"batch 3: prefill + decode vs forward: max abs error {err:.2e}")
+    assert err <= 5e-4
+    assert torch.equal(got.argmax(-1), want.argmax(-1))
+
+
+def test_left_padded_batch_equals_each_prompt_alone(lm):
+    prompts = [lm.tokenizer.encode(p) for p in PROMPTS]
+    alone = [lm.prefill(p, lm.new_cache(max_len=len(p)))[0] for p in prompts]
+    cache = lm.new_cache(max_len=max(map(len, prompts)) + 1, batch_size=len(prompts))
+    together = lm.prefill(prompts, cache)  # [3, V], left-padded inside
+    for b, logits in enumerate(alone):
+        assert (together[b] - logits).abs().max() <= 5e-4
+    # and one decode step on top of the padding
+    nxt = together.argmax(-1)
+    stepped = lm.decode_step(nxt, cache)
+    for b, p in enumerate(prompts):
+        ref = lm.forward(p + [int(nxt[b])])[0, -1]
+        assert (stepped[b] - ref).abs().max() <= 5e-4
+
+
+def test_greedy_equals_transformers_generate(lm, hf_model, greedy):
+    for prompt in PROMPTS:
+        ids = lm.tokenizer.encode(prompt)
+        with torch.no_grad():
+            ref = hf_model.generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False,
+                                    attention_mask=torch.ones(1, len(ids), dtype=torch.long))
+        ref = ref[0, len(ids):].tolist()
+        ours = greedy(lm, ids, 32)
+        assert ours == ref, f"{prompt!r}: {lm.tokenizer.decode(ours)!r} != {lm.tokenizer.decode(ref)!r}"
+
+
+def test_captures_agree_with_the_cache_and_the_fast_path(lm, long_prompt):
+    ids = long_prompt[:20]
+    cache = lm.new_cache(max_len=32)
+    trace = tl.Trace()
+    traced = lm.prefill(ids, cache, trace=trace)
+    plain = lm.prefill(ids, lm.new_cache(max_len=32))
+    assert (traced - plain).abs().max() <= 1e-4
+    layer = trace.layers[7]
+    assert torch.equal(cache.keys(7), layer.k)  # the cache holds exactly the keys the layer computed
+    assert torch.equal(cache.values(7), layer.v)
+    # the attention output is the probabilities times the values, head by head
+    g = lm.config.n_groups
+    v_per_head = layer.v.repeat_interleave(g, dim=1)  # [1, n_h, S, d]
+    heads = layer.probs @ v_per_head  # [1, n_h, S, d]
+    o_proj = lm.model.layers[7].self_attn.o_proj
+    by_hand = o_proj(heads.transpose(1, 2).reshape(1, 20, -1))
+    assert (by_hand - layer.attn_out).abs().max() <= 1e-4
+    assert torch.equal(layer.resid_out, trace.layers[8].resid_in)
+
+
+def test_decode_step_trace_has_one_query_row(lm, long_prompt):
+    cache = lm.new_cache(max_len=32)
+    lm.prefill(long_prompt[:10], cache)
+    trace = tl.Trace()
+    lm.decode_step(long_prompt[10], cache, trace=trace)
+    probs = trace.layers[0].probs
+    assert probs.shape == (1, lm.config.n_heads, 1, 11)  # one new query against 11 keys
+    assert trace.positions.tolist() == [[10]]
+
+
+def test_step_through_yields_every_stage_and_the_same_logits(lm, long_prompt):
+    ids = long_prompt[:12]
+    stages = list(lm.step_through(ids))
+    names = [s.name for s in stages]
+    assert names == ["embedding"] + [f"layer {i}" for i in range(lm.config.n_layers)] + ["final norm", "logits"]
+    assert (stages[-1].output - lm.forward(ids)).abs().max() <= 1e-5
+    cache = lm.new_cache(max_len=16)
+    *_, last = lm.step_through(ids, cache)
+    assert cache.length == 12
+    assert (lm.decode_step(0, cache) - lm.forward(ids + [0])[:, -1]).abs().max() <= 5e-4

@@ -1,0 +1,58 @@
+"""The tokenizer wrapper against the checkpoint's own transformers tokenizer."""
+
+import pytest
+from transformers import AutoTokenizer
+
+import teachllm as tl
+
+TEXTS = [
+    "Hello, world! How are you today?",
+    "大语言模型的推理分为预填充和解码两个阶段。",
+    "Emoji too: 🚀🔥 and mixed 中文 + English 😀👍🏽.",
+    "  leading spaces, tabs\tand\nnewlines  ",
+]
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer(lm):
+    return AutoTokenizer.from_pretrained(tl.loading.checkpoint_folder(progress=False))
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_round_trip(lm, text):
+    ids = lm.tokenizer.encode(text)
+    assert all(isinstance(i, int) for i in ids)
+    assert lm.tokenizer.decode(ids) == text
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_same_ids_as_transformers(lm, hf_tokenizer, text):
+    assert lm.tokenizer.encode(text) == hf_tokenizer.encode(text)
+
+
+def test_bos_follows_the_model(lm, hf_tokenizer):
+    # SmolLM2's tokenizer adds no BOS token; the wrapper must not invent one
+    ids = lm.tokenizer.encode("Hi")
+    assert ids == hf_tokenizer("Hi")["input_ids"]
+    assert ids[0] != lm.tokenizer.bos_token_id
+
+
+@pytest.mark.parametrize("text", ["模型", "🚀"])
+def test_a_character_can_span_several_tokens(lm, text):
+    ids = lm.tokenizer.encode(text)
+    assert len(ids) > len(text)  # byte-level BPE: a 3- or 4-byte character takes several tokens
+    # decoding one token alone can cut a character in half ('�'); decoding the whole list cannot
+    assert "\ufffd" in "".join(lm.tokenizer.token_text(i) for i in ids)
+    assert lm.tokenizer.decode(ids) == text
+
+
+def test_chat_template(lm, hf_tokenizer):
+    messages = [{"role": "user", "content": "What is 2 + 2?"}]
+    text = lm.tokenizer.apply_chat_template(messages)
+    assert text == hf_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    assert text.endswith("<|im_start|>assistant\n")
+
+
+def test_encode_rejects_non_text(lm):
+    with pytest.raises(TypeError, match="str"):
+        lm.tokenizer.encode([1, 2, 3])
