@@ -6,16 +6,21 @@
     logits = lm.prefill(lm.tokenizer.encode("The sky is"), cache)
 """
 
+from . import sampling
+from .beam import beam_search_steps
 from .cache import KVCache
 from .config import ModelConfig, UnsupportedModelError
+from .generate import GenerationOutput, Metrics, generation_steps
 from .lm import LanguageModel, Stage, load
 from .loading import ModelNotFoundError
 from .model import LayerTrace, Trace
+from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "KVCache", "LanguageModel", "LayerTrace", "ModelConfig", "ModelNotFoundError", "Stage", "Tokenizer",
-    "Trace", "UnsupportedModelError", "load",
+    "GenerationOutput", "KVCache", "LanguageModel", "LayerTrace", "Metrics", "ModelConfig", "ModelNotFoundError",
+    "SamplingParams", "Stage", "Tokenizer", "Trace", "UnsupportedModelError", "beam_search_steps",
+    "generation_steps", "load", "sampling",
 ]

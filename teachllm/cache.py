@@ -97,6 +97,12 @@ class KVCache:
     def advance(self, n_new: int) -> None:
         self.length += n_new
 
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Make row i a copy of row rows[i] (beam search: each surviving beam takes its parent's cache)."""
+        self.k = self.k[:, rows]
+        self.v = self.v[:, rows]
+        self.start = self.start[rows]
+
     def reset(self) -> None:
         """Forget every token (the memory stays allocated)."""
         self.length = 0

@@ -22,6 +22,7 @@ from .cache import KVCache
 from .config import ModelConfig
 from .loading import build_model, checkpoint_folder, read_safetensors, resolve_device, resolve_dtype
 from .model import Trace, Transformer
+from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
 
@@ -130,6 +131,41 @@ class LanguageModel:
         if cache is not None:
             cache.advance(ids.shape[1])
         yield Stage("logits", m.lm_head(h))  # [B, S, V]
+
+    # ---- text in, text out ---------------------------------------------------------------------
+    def generate(self, prompt, params: SamplingParams | None = None):
+        """Generate a continuation.
+
+        prompt: a string, a list of token ids, or a list of either (a batch).
+        Returns one `GenerationOutput` (text, token_ids, finish_reason, logprobs, metrics), or a list
+        of them for a list of prompts.
+        """
+        from .generate import generate
+
+        prompts, single = self._prompts(prompt)
+        outputs = generate(self, prompts, params or SamplingParams())
+        return outputs[0] if single else outputs
+
+    def stream(self, prompt, params: SamplingParams | None = None):
+        """Yield text pieces as tokens arrive (one prompt: a string or a list of ids)."""
+        from .generate import stream
+
+        prompts, single = self._prompts(prompt)
+        if not single:
+            raise ValueError("stream takes one prompt; use generate for a batch")
+        yield from stream(self, prompts[0], params or SamplingParams())
+
+    def _prompts(self, prompt) -> tuple[list[list[int]], bool]:
+        """Prompt(s) as lists of ids, and whether a single prompt was given."""
+        if isinstance(prompt, str):
+            return [self.tokenizer.encode(prompt)], True
+        if isinstance(prompt, torch.Tensor):
+            prompt = prompt.tolist()
+        if isinstance(prompt, (list, tuple)) and prompt and all(isinstance(i, int) for i in prompt):
+            return [list(prompt)], True
+        if isinstance(prompt, (list, tuple)) and prompt:
+            return [self._prompts(p)[0][0] for p in prompt], False
+        raise ValueError(f"a prompt must be a non-empty string, list of token ids, or list of those; got {prompt!r}")
 
     # ---- checking what comes in ----------------------------------------------------------------
     def _as_tensor(self, ids) -> torch.Tensor:

@@ -83,3 +83,56 @@ def _as_id_list(ids) -> list[int]:
     if isinstance(ids, int):
         return [ids]
     return [int(i) for i in ids]
+
+
+class IncrementalDetokenizer:
+    """Turns generated ids into text as they arrive, for streaming and for stop strings.
+
+    Two problems it solves:
+    - a Chinese character or an emoji is 3–4 bytes, and byte-level BPE may split it over several
+      tokens; until the last piece arrives, decoding shows '�'. Text is released only up to the
+      last complete character, so a stream never shows half a character;
+    - a stop string can span several tokens ("\\n\\n" = "\\n" + "\\n"). The whole output text is
+      searched after every token, and the last len(stop) − 1 characters are held back from the
+      stream, since they may be the start of a stop string.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, stop: list[str] = (), include_stop: bool = False):
+        self.tokenizer = tokenizer
+        self.stop = list(stop)
+        self.include_stop = include_stop
+        self.ids: list[int] = []
+        self.text = ""  # all text decoded so far (complete characters only, cut at a stop string once found)
+        self.stop_found: str | None = None  # the stop string that ended the output, if any
+        self.sent = 0  # characters already handed out by `release`
+
+    def add(self, token_id: int, check_stop: bool = True) -> None:
+        """Append one token; look for stop strings unless `check_stop` is False (min_tokens not reached)."""
+        self.ids.append(int(token_id))
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        complete = len(text.rstrip("\ufffd"))  # '�' at the end: a character still waiting for its bytes
+        self.text = text[:complete]
+        if check_stop and self.stop:
+            self._find_stop()
+
+    def _find_stop(self) -> None:
+        # a stop string can only newly appear near the end: search from where the longest could start
+        start = max(0, self.sent - max(map(len, self.stop)))
+        hits = [(self.text.find(s, start), s) for s in self.stop]
+        hits = [(i, s) for i, s in hits if i >= 0]
+        if hits:
+            index, stop = min(hits)
+            self.stop_found = stop
+            self.text = self.text[: index + len(stop) if self.include_stop else index]
+
+    def finish(self) -> None:
+        """No more tokens: release whatever is left, an unfinished character included."""
+        if self.stop_found is None:
+            self.text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+
+    def release(self, final: bool = False) -> str:
+        """The new text that is safe to show now."""
+        hold = 0 if (final or self.stop_found is not None or not self.stop) else max(map(len, self.stop)) - 1
+        end = max(self.sent, len(self.text) - hold)
+        piece, self.sent = self.text[self.sent:end], end
+        return piece

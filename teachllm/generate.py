@@ -1,0 +1,186 @@
+"""generate(): prefill once, then decode one token at a time until a stop rule fires.
+
+    tokens ─► prefill ─► logits ─► process + sample ─► token ─► stop? ─► decode_step ─► logits ─► ...
+
+`generation_steps` is that loop, written as a generator that yields after every token, so the
+terminal demo, streaming and the notebooks all watch the same code run. `generate` and `stream`
+are thin consumers of it.
+
+Stop rules (vLLM's): the end-of-sequence token unless `ignore_eos`; a token in `stop_token_ids`;
+a stop string found in the decoded output (also across token boundaries; the text is cut where it
+begins, or after it with `include_stop_str_in_output`); `max_tokens` ("length"). Until
+`min_tokens` tokens exist, EOS and stop ids are masked and stop strings are ignored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+
+from .cache import KVCache
+from .sampling import SamplingParams, process_logits, sample, top_logprobs
+from .tokenizer import IncrementalDetokenizer
+
+
+@dataclass
+class Metrics:
+    ttft_s: float  # time to first token: prefill + choosing the first token
+    tpot_s: float  # time per output token after the first (mean decode step); nan with one token
+    tokens_per_s: float  # output tokens / end-to-end time
+    e2e_s: float  # end-to-end latency, prompt ids in → last token out
+    n_prompt_tokens: int
+    n_output_tokens: int
+    step_s: list[float] = field(default_factory=list)  # each step: [prefill, decode 1, decode 2, ...]
+
+
+@dataclass
+class GenerationOutput:
+    text: str  # the generated text (special tokens skipped; cut at a stop string)
+    token_ids: list[int]  # every generated id, the one that stopped generation included
+    finish_reason: str  # "stop" (EOS, stop id or stop string) or "length" (max_tokens)
+    stop_reason: str | int | None  # the stop string or stop id that ended it; None for EOS and length
+    logprobs: list[dict[int, float]] | None  # with logprobs=N: per step, top-N (and the chosen) log-probabilities
+    metrics: Metrics
+    prompt_token_ids: list[int]
+
+
+class Sequence:
+    """One request while it is generated: its ids, its text so far, and whether it has stopped."""
+
+    def __init__(self, prompt_ids: list[int], params: SamplingParams, tokenizer, eos_token_ids):
+        self.prompt_ids = list(prompt_ids)
+        self.output_ids: list[int] = []
+        self.params = params
+        self.eos_token_ids = set() if params.ignore_eos else set(eos_token_ids)
+        self.detok = (IncrementalDetokenizer(tokenizer, params.stop, params.include_stop_str_in_output)
+                      if tokenizer is not None else None)
+        self.logprobs: list[dict[int, float]] | None = [] if params.logprobs is not None else None
+        self.finish_reason: str | None = None
+        self.stop_reason: str | int | None = None
+        self.step_s: list[float] = []  # time of each step that produced one of this sequence's tokens
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    def append(self, token: int, seconds: float, logprobs: dict[int, float] | None = None) -> None:
+        """Add one generated token (that took `seconds` to produce) and apply the stop rules."""
+        self.output_ids.append(token)
+        self.step_s.append(seconds)
+        if self.logprobs is not None:
+            self.logprobs.append(logprobs)
+        may_stop = len(self.output_ids) >= self.params.min_tokens
+        if self.detok is not None:
+            self.detok.add(token, check_stop=may_stop)
+        if token in self.eos_token_ids:
+            self.finish_reason = "stop"
+        elif token in self.params.stop_token_ids:
+            self.finish_reason, self.stop_reason = "stop", token
+        elif self.detok is not None and self.detok.stop_found is not None:
+            self.finish_reason, self.stop_reason = "stop", self.detok.stop_found
+        elif len(self.output_ids) >= self.params.max_tokens:
+            self.finish_reason = "length"
+        if self.finished and self.detok is not None:
+            self.detok.finish()
+
+    @property
+    def text(self) -> str:
+        return self.detok.text if self.detok is not None else ""
+
+    def result(self) -> GenerationOutput:
+        """What generate() returns for this sequence: text, ids, finish reason, log-probs and timings."""
+        n, step_s = len(self.output_ids), self.step_s
+        e2e = sum(step_s)
+        metrics = Metrics(ttft_s=step_s[0], tpot_s=(e2e - step_s[0]) / (n - 1) if n > 1 else float("nan"),
+                          tokens_per_s=n / e2e, e2e_s=e2e, n_prompt_tokens=len(self.prompt_ids),
+                          n_output_tokens=n, step_s=list(step_s))
+        return GenerationOutput(text=self.text, token_ids=list(self.output_ids), finish_reason=self.finish_reason,
+                                stop_reason=self.stop_reason, logprobs=self.logprobs, metrics=metrics,
+                                prompt_token_ids=list(self.prompt_ids))
+
+
+@dataclass
+class Step:
+    """What one iteration of the loop did, for anyone watching."""
+    index: int  # 0 is the token chosen right after prefill
+    phase: str  # "prefill" or "decode"
+    tokens: list[int]  # the token chosen for each sequence
+    logits: torch.Tensor  # [B, V] the model's raw logits
+    processed: torch.Tensor  # [B, V] after penalties and filters
+    seconds: float  # model + sampling time of this step
+    cache: KVCache
+    sequences: list[Sequence]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
+    """Generate for a batch of prompts (token ids), yielding a `Step` after every token.
+
+    All prompts are prefilled together (left-padded) and decoded together; a sequence that has
+    stopped keeps its row until the last one stops (static batching).
+    """
+    if not prompts or any(len(p) == 0 for p in prompts):
+        raise ValueError("empty prompt: every prompt needs at least one token")
+    longest = max(len(p) for p in prompts)
+    window = lm.config.max_position_embeddings
+    if longest + params.max_tokens > window:
+        raise ValueError(f"a prompt of {longest} tokens plus max_tokens={params.max_tokens} exceeds the model's "
+                         f"context window of {window} tokens; shorten the prompt or lower max_tokens")
+    eos = lm.config.eos_token_ids
+    tokenizer = lm._tokenizer
+    seqs = [Sequence(p, params, tokenizer, eos) for p in prompts]
+    generator = None
+    if params.seed is not None:
+        generator = torch.Generator(device=lm.device).manual_seed(params.seed)
+    cache = lm.new_cache(max_len=longest + params.max_tokens, batch_size=len(seqs))
+
+    _sync(lm.device)
+    t0 = time.perf_counter()
+    logits = lm.prefill(prompts, cache)  # [B, V]
+    index = 0
+    while True:
+        processed = process_logits(logits, params, [s.prompt_ids for s in seqs], [s.output_ids for s in seqs], eos)
+        tokens = sample(processed, params, generator)  # [B]
+        lps = top_logprobs(logits, params.logprobs, tokens) if params.logprobs is not None else [None] * len(seqs)
+        _sync(lm.device)
+        seconds = time.perf_counter() - t0
+        chosen = tokens.tolist()
+        for seq, token, lp in zip(seqs, chosen, lps, strict=True):
+            if not seq.finished:
+                seq.append(token, seconds, lp)
+        yield Step(index, "prefill" if index == 0 else "decode", chosen, logits, processed, seconds, cache, seqs)
+        if all(s.finished for s in seqs):
+            return
+        t0 = time.perf_counter()
+        logits = lm.decode_step(tokens, cache)  # [B, V]; finished rows run too and are ignored
+        index += 1
+
+
+def generate(lm, prompts: list[list[int]], params: SamplingParams) -> list[GenerationOutput]:
+    """Generate for every prompt; one output per prompt, in order."""
+    if params.num_beams > 1:
+        from .beam import beam_search
+
+        return [beam_search(lm, p, params) for p in prompts]
+    last = deque(generation_steps(lm, prompts, params), maxlen=1)[0]  # run the loop to the end
+    return [seq.result() for seq in last.sequences]
+
+
+def stream(lm, prompt: list[int], params: SamplingParams):
+    """Yield the generated text in pieces as tokens arrive; never half a character, never a stop string."""
+    if params.num_beams > 1:
+        raise ValueError("beam search cannot stream: the best beam is known only at the end")
+    if lm._tokenizer is None:
+        raise ValueError("streaming text needs a tokenizer; this model was loaded without one")
+    for step in generation_steps(lm, [prompt], params):
+        seq = step.sequences[0]
+        piece = seq.detok.release(final=seq.finished)
+        if piece:
+            yield piece
