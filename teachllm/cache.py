@@ -21,6 +21,25 @@ import torch
 from .config import ModelConfig
 
 
+def attention_mask(start: torch.Tensor, first_slot: int, n_new: int, window: int | None) -> torch.Tensor:
+    """Which keys each new query may read: [B, 1, S, T] bool, T = first_slot + n_new.
+
+    - causal: a token reads itself and the slots before it;
+    - padding: row b's slots before start[b] hold no real token;
+    - sliding window (Mistral): at most `window` tokens back, itself included.
+    A padding slot reads itself, so no softmax row is empty (an empty row would give NaN).
+    """
+    device = start.device
+    q = torch.arange(first_slot, first_slot + n_new, device=device)[:, None]  # [S, 1] slot of each query
+    k = torch.arange(first_slot + n_new, device=device)[None, :]  # [1, T] slot of each key
+    allowed = k <= q  # [S, T]
+    if window is not None:
+        allowed = allowed & (q - k < window)
+    allowed = allowed[None] & (k[None] >= start[:, None, None])  # [B, S, T]
+    allowed = allowed | (k == q)[None]
+    return allowed[:, None]  # [B, 1, S, T]
+
+
 class KVCache:
     def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1,
                  dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
@@ -93,6 +112,13 @@ class KVCache:
         self.k[layer, :, :, self.length:end] = k_new
         self.v[layer, :, :, self.length:end] = v_new
         return self.k[layer, :, :, :end], self.v[layer, :, :, :end]
+
+    def positions_and_mask(self, n_new: int, window: int | None = None):
+        """For `n_new` tokens about to be written: their positions [B, S] (what RoPE sees; padding
+        slots sit at 0) and which slots each may attend to [B, 1, S, T]."""
+        slots = torch.arange(self.length, self.length + n_new, device=self.start.device)  # [S]
+        positions = (slots[None, :] - self.start[:, None]).clamp(min=0)  # [B, S]
+        return positions, attention_mask(self.start, self.length, n_new, window)
 
     def advance(self, n_new: int) -> None:
         self.length += n_new

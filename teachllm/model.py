@@ -10,6 +10,10 @@ One `forward` serves prefill (S = prompt length), decode (S = 1) and an uncached
 sequence (cache=None). With a cache, each layer writes its new K and V into it and attends over
 everything stored so far; without, it attends over the K and V it just computed.
 
+What the decoder asks of a cache (the contiguous `KVCache`, or the paged cache of the serving
+chapters) is three calls: `positions_and_mask(n_new, window)` before the layers run,
+`write(layer, k_new, v_new)` in each layer, and `advance(n_new)` after the last one.
+
 Parameter names follow the Hugging Face checkpoints (`layers.0.self_attn.q_proj.weight`, ...),
 so a checkpoint's tensors load one to one.
 """
@@ -23,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cache import KVCache
+from .cache import KVCache, attention_mask
 from .config import ModelConfig
 
 
@@ -104,25 +108,6 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)  # [B, heads, S, d]
     return x * cos[:, None] + rotated * sin[:, None]
-
-
-def attention_mask(start: torch.Tensor, first_slot: int, n_new: int, window: int | None) -> torch.Tensor:
-    """Which keys each new query may read: [B, 1, S, T] bool, T = first_slot + n_new.
-
-    - causal: a token reads itself and the slots before it;
-    - padding: row b's slots before start[b] hold no real token;
-    - sliding window (Mistral): at most `window` tokens back, itself included.
-    A padding slot reads itself, so no softmax row is empty (an empty row would give NaN).
-    """
-    device = start.device
-    q = torch.arange(first_slot, first_slot + n_new, device=device)[:, None]  # [S, 1] slot of each query
-    k = torch.arange(first_slot + n_new, device=device)[None, :]  # [1, T] slot of each key
-    allowed = k <= q  # [S, T]
-    if window is not None:
-        allowed = allowed & (q - k < window)
-    allowed = allowed[None] & (k[None] >= start[:, None, None])  # [B, S, T]
-    allowed = allowed | (k == q)[None]
-    return allowed[:, None]  # [B, 1, S, T]
 
 
 def attention_by_hand(q, k, v, mask, scale):
@@ -232,14 +217,19 @@ class Transformer(nn.Module):
         self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)  # [d/2]
 
     def prepare(self, ids: torch.Tensor, cache: KVCache | None):
-        """Positions, RoPE angles and attention mask for `ids` [B, S] written after what `cache` holds."""
+        """Positions, RoPE angles and attention mask for `ids` [B, S] written after what `cache` holds.
+
+        The cache knows where each sequence stands, so it says which position each new token has and
+        which stored keys it may read. Without a cache, the sequence starts at position 0.
+        """
         B, S = ids.shape
-        first = cache.length if cache is not None else 0
-        start = cache.start if cache is not None else torch.zeros(B, dtype=torch.long, device=ids.device)
-        slots = torch.arange(first, first + S, device=ids.device)  # [S]
-        positions = (slots[None, :] - start[:, None]).clamp(min=0)  # [B, S] (padding slots sit at 0)
+        window = self.config.sliding_window
+        if cache is None:
+            positions = torch.arange(S, device=ids.device).expand(B, S)  # [B, S]
+            mask = attention_mask(torch.zeros(B, dtype=torch.long, device=ids.device), 0, S, window)
+        else:
+            positions, mask = cache.positions_and_mask(S, window)  # [B, S], [B, 1, S, T]
         rope = rope_cos_sin(self.inv_freq, positions, self.embed_tokens.weight.dtype)
-        mask = attention_mask(start, first, S, self.config.sliding_window)  # [B, 1, S, T]
         return positions, rope, mask
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None, trace: Trace | None = None,
