@@ -6,6 +6,7 @@
     logits = lm.prefill(lm.tokenizer.encode("The sky is"), cache)
 """
 
+from . import cost as cost  # tl.cost: FLOP and byte counts, the roofline
 from . import sampling
 from .beam import beam_search_steps
 from .cache import KVCache

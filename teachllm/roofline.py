@@ -1,0 +1,213 @@
+"""The roofline: how fast a device can go at a given arithmetic intensity, and where prefill and decode land.
+
+    attainable FLOP/s = min(peak FLOP/s, bandwidth × intensity)        intensity = FLOPs / bytes moved
+
+Below the ridge point (intensity = peak / bandwidth) a computation waits on memory; above it, on
+the arithmetic units. Batch-1 decode does about 1 FLOP per byte of weights read (each weight is
+used for one multiply-add per token, 2 FLOPs for 2 or 4 bytes), so it sits far left of the ridge;
+a long prefill uses each weight for hundreds of tokens and sits far right.
+
+`measure_device` measures the two numbers that draw the roof (a matmul probe and a copy probe),
+`KNOWN_DEVICES` holds spec-sheet values for comparison, and `measure_phases` times the real model
+and returns the points to place under the roof. Timing goes through `timed`, which synchronises
+CUDA before reading the clock (GPU work is asynchronous: without it one times only the launch).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+
+# ---- timing --------------------------------------------------------------------------------------
+def synchronize(device: str | torch.device = "cpu") -> None:
+    """Wait until the device has finished the work queued so far (a no-op on the CPU)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def clock(device: str | torch.device = "cpu") -> float:
+    """time.perf_counter() after the device has caught up: take two and subtract to time a region."""
+    synchronize(device)
+    return time.perf_counter()
+
+
+def timed(fn, device: str | torch.device = "cpu", reps: int = 5, warmup: int = 1,
+          budget_s: float | None = None) -> float:
+    """Median seconds of `fn()` over `reps` runs, after `warmup` untimed runs.
+
+    With `budget_s`, stops repeating once that many seconds have been spent on timed runs
+    (at least one timed run always happens), so a slow case does not take the whole benchmark.
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(max(1, reps)):
+        start = clock(device)
+        fn()
+        times.append(clock(device) - start)
+        if budget_s is not None and sum(times) >= budget_s:
+            break
+    return statistics.median(times)
+
+
+# ---- a device's roof -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Device:
+    """The two numbers of a roofline."""
+    name: str  # "cpu", "cuda (NVIDIA H100 80GB HBM3)", or a spec-sheet name
+    peak_flops: float  # FLOP/s of a large matmul: measured, or the dense spec value
+    bandwidth: float  # bytes/s to and from main memory (bytes read + bytes written)
+    dtype: str  # the element type the peak refers to ("float32", "bfloat16", ...)
+    source: str  # "measured" or "spec sheet"
+
+    @property
+    def ridge(self) -> float:
+        """Intensity (FLOP/byte) where memory-bound turns into compute-bound: peak / bandwidth."""
+        return self.peak_flops / self.bandwidth
+
+    def attainable(self, intensity: float) -> float:
+        return attainable(self.peak_flops, self.bandwidth, intensity)
+
+    def __str__(self) -> str:
+        return (f"{self.name} ({self.source}, {self.dtype}): peak {self.peak_flops / 1e12:.3g} TFLOP/s, "
+                f"bandwidth {self.bandwidth / 1e9:.4g} GB/s, ridge {self.ridge:.1f} FLOP/byte")
+
+
+def attainable(peak_flops: float, bandwidth: float, intensity: float) -> float:
+    """The roofline: min(peak FLOP/s, bandwidth × intensity)."""
+    return min(peak_flops, bandwidth * intensity)
+
+
+# Spec-sheet values (dense tensor-core throughput, no structured sparsity; HBM/GDDR bandwidth).
+# A spec is an upper bound: measure the device you are on rather than trusting this table.
+KNOWN_DEVICES = {
+    "H200 SXM": Device("H200 SXM", 989e12, 4.8e12, "bfloat16", "spec sheet"),
+    "H100 SXM": Device("H100 SXM", 989e12, 3.35e12, "bfloat16", "spec sheet"),
+    "H100 PCIe": Device("H100 PCIe", 756e12, 2.0e12, "bfloat16", "spec sheet"),
+    "A100 SXM 80GB": Device("A100 SXM 80GB", 312e12, 2.039e12, "bfloat16", "spec sheet"),
+    "L4": Device("L4", 121e12, 300e9, "bfloat16", "spec sheet"),
+    "RTX 4090": Device("RTX 4090", 165e12, 1.008e12, "bfloat16", "spec sheet"),
+    "T4": Device("T4", 65e12, 320e9, "float16", "spec sheet"),
+}
+
+
+def measure_device(device: str | torch.device = "cpu", dtype: torch.dtype | None = None, reps: int = 5) -> Device:
+    """Measure the roof of `device`: peak FLOP/s with an n×n matmul, bandwidth with a large copy.
+
+    Matmul probe: 2·n³ FLOPs per [n, n] @ [n, n] (n = 1536 on a CPU, 8192 on a GPU).
+    Copy probe: dst.copy_(src) moves 2 · src.nbytes (read once, written once); the tensors
+    (64 MiB on a CPU, 1 GiB on a GPU) are far larger than any cache, so it measures main memory.
+    Each probe: one warm-up, then the median of `reps` runs. About 1–3 s on a laptop CPU.
+    """
+    device = torch.device(device)
+    gpu = device.type == "cuda"
+    dtype = dtype or (torch.bfloat16 if gpu else torch.float32)
+    n = 8192 if gpu else 1536
+    x = torch.randn(n, n, device=device, dtype=dtype)  # [n, n]
+    y = torch.randn(n, n, device=device, dtype=dtype)  # [n, n]
+    peak = 2 * n**3 / timed(lambda: x @ y, device, reps=reps)
+    n_bytes = 2**30 if gpu else 2**26
+    src = torch.empty(n_bytes, dtype=torch.uint8, device=device).random_()
+    dst = torch.empty_like(src)
+    bandwidth = 2 * n_bytes / timed(lambda: dst.copy_(src), device, reps=reps)
+    name = f"cuda ({torch.cuda.get_device_name(device)})" if gpu else device.type
+    return Device(name, peak, bandwidth, str(dtype).removeprefix("torch."), "measured")
+
+
+# ---- where the real model lands ------------------------------------------------------------------
+@dataclass
+class PhasePoint:
+    """One timed forward call of the real model, next to its FLOP and byte counts."""
+    phase: str  # "prefill" or "decode"
+    batch_size: int  # b
+    length: int  # prefill: prompt length s; decode: keys visible T (the new token included)
+    flops: int  # matmul FLOPs (teachllm.cost)
+    bytes: int  # bytes moved in the cost model: weights + K/V read and written
+    seconds: float  # median wall time of the call
+    attainable_flops: float | None = None  # the roof at this intensity, when a Device was given
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte."""
+        return self.flops / self.bytes
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s actually reached."""
+        return self.flops / self.seconds
+
+    @property
+    def achieved_bandwidth(self) -> float:
+        """Bytes/s the call would have needed if it moved exactly the modelled bytes."""
+        return self.bytes / self.seconds
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens processed per second: b·s for prefill, b for a decode step."""
+        return self.batch_size * (self.length if self.phase == "prefill" else 1) / self.seconds
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "intensity": self.intensity, "achieved_flops": self.achieved_flops,
+                "achieved_bandwidth": self.achieved_bandwidth, "tokens_per_s": self.tokens_per_s}
+
+
+def measure_phases(lm, prefill_lengths=(32, 128, 512), decode_batches=(1, 8), decode_contexts=(128, 1024),
+                   device: Device | None = None, reps: int = 3, warmup: int = 1,
+                   budget_s: float | None = 5.0) -> list[PhasePoint]:
+    """Time prefill at each length (batch 1) and one decode step at each batch × context length.
+
+    Decode points do not run a real prompt first: the cache is marked as holding T − 1 tokens
+    (zeros) and one step runs on top. A step's time does not depend on the values it reads, and
+    this keeps a batch-16, 1024-token point from spending minutes on its prefill.
+    Returns data only; the notebooks draw it. With `device` (from `measure_device`), each point
+    also carries the roof's attainable FLOP/s at its intensity.
+    """
+    from .cost import decode_cost, prefill_cost  # imported here: teachllm.cost imports this module
+
+    generator = torch.Generator().manual_seed(0)
+    points = []
+
+    def add(cost, fn):
+        seconds = timed(fn, lm.device, reps=reps, warmup=warmup, budget_s=budget_s)
+        roof = device.attainable(cost.intensity) if device is not None else None
+        points.append(PhasePoint(cost.phase, cost.batch_size, cost.length, cost.flops, cost.bytes, seconds, roof))
+
+    for s in prefill_lengths:
+        ids = torch.randint(0, lm.config.vocab_size, (1, s), generator=generator).to(lm.device)  # [1, s]
+        cache = lm.new_cache(max_len=s)
+
+        def prefill(ids=ids, cache=cache):
+            cache.reset()
+            lm.prefill(ids, cache)
+
+        add(prefill_cost(lm.config, s, 1, lm.dtype), prefill)
+    for b in decode_batches:
+        for T in decode_contexts:
+            cache = lm.new_cache(max_len=T, batch_size=b)
+            token = torch.randint(0, lm.config.vocab_size, (b,), generator=generator).to(lm.device)  # [b]
+
+            def decode(cache=cache, token=token, T=T):
+                cache.reset()
+                cache.advance(T - 1)  # pretend T − 1 tokens are cached (zeros)
+                lm.decode_step(token, cache)
+
+            add(decode_cost(lm.config, T, b, lm.dtype), decode)
+            del cache
+    return points
+
+
+def format_points(points: list[PhasePoint]) -> str:
+    """The points as a table."""
+    lines = [f"{'phase':<8}{'batch':>6}{'length':>7}{'GFLOP':>9}{'MB':>9}{'FLOP/B':>8}{'ms':>9}"
+             f"{'GFLOP/s':>9}{'GB/s':>8}{'roof GFLOP/s':>13}"]
+    for p in points:
+        roof = f"{p.attainable_flops / 1e9:>13.1f}" if p.attainable_flops is not None else f"{'':>13}"
+        lines.append(f"{p.phase:<8}{p.batch_size:>6}{p.length:>7}{p.flops / 1e9:>9.2f}{p.bytes / 1e6:>9.1f}"
+                     f"{p.intensity:>8.1f}{p.seconds * 1e3:>9.1f}{p.achieved_flops / 1e9:>9.1f}"
+                     f"{p.achieved_bandwidth / 1e9:>8.1f}{roof}")
+    return "\n".join(lines)
