@@ -1,0 +1,199 @@
+# %% [markdown]
+# # Chapter 1 · The generation loop
+#
+# **What you will see.** One prompt travels through every stage of text generation on a real model,
+# SmolLM2-135M-Instruct: the tokenizer turns text into ids, *prefill* runs the whole prompt through the
+# model at once, a *sampler* turns the model's scores into one token, *decode* adds one token at a time,
+# and the detokenizer turns ids back into text.
+#
+# **What you will learn.**
+# - A model's forward pass ends in **logits** — one score per vocabulary entry — not in text.
+# - Generation has two phases: **prefill** (the prompt, all tokens in one pass) and **decode** (one new
+#   token per pass, reusing what was computed before through the KV cache).
+# - How to read the numbers a serving engine reports: **TTFT**, **time per output token**, **tokens/s**.
+#
+# Everything runs on a laptop CPU in a few seconds. Each later chapter opens up one stage.
+
+# %%
+import torch
+
+import teachllm as tl
+
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct: CUDA + bfloat16 if there is a GPU, else CPU + float32
+lm
+
+# %% [markdown]
+# ## 1.1 The pipeline
+#
+# | stage | input | output | teachllm |
+# | --- | --- | --- | --- |
+# | tokenizer | text | token ids | `lm.tokenizer.encode` |
+# | prefill | all prompt ids | logits for the next token; K and V of every prompt token stored | `lm.prefill(ids, cache)` |
+# | sampler | logits | one token id | `tl.sampling` (chapters 6–8) |
+# | decode | one new id | logits for the next token; its K and V appended | `lm.decode_step(token, cache)` |
+# | detokenizer | ids | text | `lm.tokenizer.decode` |
+#
+# Prefill runs once per request; sampler and decode run in a loop until a stop condition holds
+# (chapter 9). This model is an *instruct* model, trained on conversations, so we wrap the question
+# in its chat template.
+
+# %%
+messages = [{"role": "user", "content": "What is the capital of France?"}]
+prompt = lm.tokenizer.apply_chat_template(messages)
+print(prompt)
+
+# %% [markdown]
+# ## 1.2 Stage 1 — tokenize
+#
+# The model never sees characters, only integer ids from a fixed vocabulary (49,152 entries here).
+# `<|im_start|>` and `<|im_end|>` are *special tokens*: single ids that mark where a turn begins and ends.
+# (The seed shows `"Hello, world"` → `[15496, 11, 995]`; those are GPT-2's ids. Every tokenizer has its own.)
+
+# %%
+ids = lm.tokenizer.encode(prompt)
+print(f"{len(ids)} tokens")
+for i, (token_id, piece) in enumerate(zip(ids, lm.tokenizer.pieces(ids), strict=True)):
+    if i < 4 or i >= len(ids) - 12:
+        print(f"{i:>3}  {token_id:>6}  {piece!r}")
+    elif i == 4:
+        print("     ...")
+
+# %% [markdown]
+# ## 1.3 Stage 2 — prefill
+#
+# Prefill runs all prompt tokens through the model in **one** forward pass. Two things come out:
+# - the **logits** after the last prompt token: a score for every possible next token;
+# - the **KV cache**, filled with the keys and values of every prompt token in every layer,
+#   so that decode never has to recompute them (chapter 4).
+
+# %%
+cache = lm.new_cache(max_len=len(ids) + 32)
+logits = lm.prefill(ids, cache)
+print("logits:", tuple(logits.shape), "= [batch, vocabulary]")
+print(cache)
+
+# %% [markdown]
+# ## 1.4 Stage 3 — from logits to a token
+#
+# Softmax turns the scores into probabilities that sum to 1. The simplest sampler, **greedy**, takes the
+# most probable token. Chapter 6 shows the others (temperature, top-k, top-p, ...).
+
+# %%
+probs = torch.softmax(logits[0].float(), dim=-1)  # [V]
+top = torch.topk(probs, 5)
+for p, token_id in zip(top.values, top.indices, strict=True):
+    print(f"{lm.tokenizer.token_text(int(token_id))!r:>12}  p = {float(p):.3f}")
+print(f"sum of all {probs.numel()} probabilities: {float(probs.sum()):.4f}")
+
+# %% [markdown]
+# ## 1.5 Stage 4 — the decode loop, written out
+#
+# This is the seeds' `generate()` sketch as real code. Each decode step feeds **one** token, the one just
+# chosen, and reads everything earlier from the cache. We stop at the end-of-sequence token
+# (`<|im_end|>`, id 2) or after `max_tokens`.
+
+# %%
+def generate_greedy(lm, ids, max_tokens):
+    cache = lm.new_cache(max_len=len(ids) + max_tokens)
+    logits = lm.prefill(ids, cache)  # phase 1: the whole prompt in one pass
+    out = []
+    for _ in range(max_tokens):
+        token = int(logits.argmax(-1))  # the sampler: greedy
+        out.append(token)
+        if token in lm.config.eos_token_ids:  # stop condition: end of sequence
+            break
+        logits = lm.decode_step(token, cache)  # phase 2: one token, reading the cache
+    return out
+
+
+out_ids = generate_greedy(lm, ids, max_tokens=32)
+print(out_ids)
+
+# %% [markdown]
+# ## 1.6 Stage 5 — detokenize
+#
+# `skip_special_tokens=True` drops the `<|im_end|>` that ended the answer.
+
+# %%
+answer = lm.tokenizer.decode(out_ids, skip_special_tokens=True)
+print(repr(answer))
+
+# %% [markdown]
+# teachllm's own `generate` runs the same loop (with every sampling rule and stop rule of the later
+# chapters). With `temperature=0` it is greedy, so it must give exactly the same tokens:
+
+# %%
+result = lm.generate(prompt, tl.SamplingParams(temperature=0, max_tokens=32))
+assert result.token_ids == out_ids, "our loop and teachllm's generate disagree"
+print(repr(result.text), "| finish reason:", result.finish_reason)
+
+# %% [markdown]
+# ## 1.7 Watching the loop step by step
+#
+# `tl.generation_steps` is the loop inside `generate`, paused after every token. Step 1 comes from
+# prefill; every later step is one decode pass, and the cache grows by exactly one slot each time.
+
+# %%
+params = tl.SamplingParams(temperature=0, max_tokens=32)
+print(f"{'step':>4}  {'phase':<8} {'token':<12} {'p':>6}  {'cache length':>12}")
+for step in tl.generation_steps(lm, [ids], params):
+    token = step.tokens[0]
+    p = torch.softmax(step.logits[0].float(), -1)[token]
+    print(f"{step.index + 1:>4}  {step.phase:<8} {lm.tokenizer.token_text(token)!r:<12} {float(p):>6.3f}  "
+          f"{step.cache.length:>12}")
+
+# %% [markdown]
+# ## 1.8 The numbers an engine reports
+#
+# | metric | definition | what it measures |
+# | --- | --- | --- |
+# | TTFT (time to first token) | request in → first token out | prefill: what a user waits before anything appears |
+# | TPOT (time per output token) | mean time of each later token | one decode step |
+# | tokens/s (TPS) | output tokens / end-to-end time | generation speed |
+# | latency | request in → last token out | TTFT + (n − 1) · TPOT |
+# | throughput | requests (or tokens) per second over many users | system capacity (chapter 11) |
+#
+# Timings depend on the machine, so this cell's output differs from run to run.
+
+# %% tags=["nbval-ignore-output"]
+m = result.metrics
+print(f"prompt tokens: {m.n_prompt_tokens}, output tokens: {m.n_output_tokens}")
+print(f"TTFT                  {m.ttft_s * 1e3:7.1f} ms   (prefill of {m.n_prompt_tokens} tokens + choosing one)")
+print(f"time per output token {m.tpot_s * 1e3:7.1f} ms   (one decode step)")
+print(f"end-to-end latency    {m.e2e_s * 1e3:7.1f} ms   = TTFT + {m.n_output_tokens - 1} × TPOT")
+print(f"tokens/s              {m.tokens_per_s:7.1f}")
+
+# %% [markdown]
+# Compare the two phases: prefill handled all the prompt's tokens in one pass, a decode step handled one.
+# Per token, prefill is far cheaper (divide TTFT by the number of prompt tokens). Why processing *N*
+# tokens at once costs much less than *N* single steps is the question of chapters 5 and 10.
+#
+# ## Summary
+# - Text → ids → **prefill** (one pass, fills the KV cache, gives the first logits) → **sample** →
+#   **decode** one token at a time → ids → text.
+# - A forward pass gives logits; a sampler turns them into a token. Greedy takes the most probable one.
+# - TTFT is mostly prefill; time per output token is one decode step.
+#
+# ## Exercises
+# 1. Make the prompt ten times longer (for example, paste a paragraph into the question). Predict how
+#    TTFT and time per output token change, then measure.
+# 2. Is the end-of-sequence token part of `result.token_ids`? Is it part of `result.text`? Why might an
+#    engine keep it in one and not the other?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"]
+# Solution 1: TTFT grows with the prompt (prefill processes every prompt token); a decode step still
+# processes one token, so its time barely moves.
+long_prompt = lm.tokenizer.apply_chat_template(
+    [{"role": "user", "content": "Summarise this: " + " ".join(["The printing press spread across Europe."] * 20)}])
+for text in (prompt, long_prompt):
+    r = lm.generate(text, tl.SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))
+    print(f"{r.metrics.n_prompt_tokens:>4} prompt tokens: TTFT {r.metrics.ttft_s * 1e3:6.1f} ms, "
+          f"time per output token {r.metrics.tpot_s * 1e3:5.1f} ms")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: the id is kept (it says *why* generation stopped), the text drops it (it is not words).
+print("last id:", result.token_ids[-1], "= end of sequence:", result.token_ids[-1] in lm.config.eos_token_ids)
+print("in the text:", "<|im_end|>" in result.text)

@@ -1,0 +1,61 @@
+"""Build the chapter notebooks: notebooks/src/NN-name.py (jupytext percent format) → notebooks/NN-name.ipynb.
+
+Each notebook is converted, executed top to bottom in a fresh kernel, and written with its outputs,
+which is what nbval compares against in CI. The .py files are the ones to edit (they diff well);
+tests/test_notebooks.py checks that every .ipynb still matches its .py.
+
+    python scripts/build_notebooks.py              # all notebooks
+    python scripts/build_notebooks.py 01 06        # the ones whose names start with 01 or 06
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def notebook_from_source(src: Path) -> nbformat.NotebookNode:
+    """The notebook a .py source describes, without outputs, with plain metadata."""
+    nb = jupytext.read(src)
+    nb.metadata = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
+    return nb
+
+
+def build(src: Path) -> float:
+    nb = notebook_from_source(src)
+    client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    nbformat.write(nb, NOTEBOOKS / f"{src.stem}.ipynb")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sources = sorted((NOTEBOOKS / "src").glob("*.py"))
+    if args.prefixes:
+        sources = [s for s in sources if s.name.startswith(tuple(args.prefixes))]
+    if not sources:
+        sys.exit("no notebook sources matched")
+    for src in sources:
+        print(f"{src.stem}: executing ...", end=" ", flush=True)
+        print(f"{build(src):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
