@@ -6,8 +6,7 @@
     logits = lm.prefill(lm.tokenizer.encode("The sky is"), cache)
 """
 
-from . import cost as cost  # tl.cost: FLOP and byte counts, the roofline
-from . import sampling
+from . import bpe, cost, sampling, serving  # tl.bpe toy tokenizer, tl.cost FLOPs/bytes/roofline, tl.serving
 from .beam import beam_search_steps
 from .cache import KVCache
 from .config import ModelConfig, UnsupportedModelError
@@ -23,5 +22,5 @@ __version__ = "0.1.0"
 __all__ = [
     "GenerationOutput", "KVCache", "LanguageModel", "LayerTrace", "Metrics", "ModelConfig", "ModelNotFoundError",
     "SamplingParams", "Stage", "Tokenizer", "Trace", "UnsupportedModelError", "beam_search_steps",
-    "generation_steps", "load", "sampling",
+    "bpe", "cost", "generation_steps", "load", "sampling", "serving",
 ]

@@ -123,6 +123,13 @@ class KVCache:
     def advance(self, n_new: int) -> None:
         self.length += n_new
 
+    def truncate(self, length: int) -> None:
+        """Forget every token after the first `length` (speculative decoding rolls back rejected drafts).
+        The slots keep their old values; the next write overwrites them."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate a cache of length {self.length} to {length}")
+        self.length = length
+
     def reorder(self, rows: torch.Tensor) -> None:
         """Make row i a copy of row rows[i] (beam search: each surviving beam takes its parent's cache)."""
         self.k = self.k[:, rows]

@@ -207,4 +207,4 @@ def build_model(config: ModelConfig, tensors: dict[str, torch.Tensor], device: t
     if config.tie_word_embeddings:
         model.lm_head.weight = model.embed_tokens.weight  # one matrix, used twice
     model.inv_freq = rope_inv_freq(config).to(device)  # computed, not stored in checkpoints
-    return model.eval()
+    return model.eval().requires_grad_(False)  # inference only: calling any piece directly builds no graph
