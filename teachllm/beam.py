@@ -32,7 +32,7 @@ class Hypothesis:
 @dataclass
 class BeamStep:
     index: int  # step number; step i chooses the (i+1)-th generated token
-    running: list[Hypothesis]  # the k beams that go on
+    running: list[Hypothesis]  # the k beams that go on (none once every candidate has ended)
     finished: list[Hypothesis]  # the best (up to k) finished hypotheses so far, best first
     seconds: float  # time of this step
     done: bool  # the search stops after this step
@@ -85,8 +85,8 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
         done = not improvable or bool(ends.all())
         _sync(lm.device)
         seconds, t0 = time.perf_counter() - t0, time.perf_counter()
-        yield BeamStep(step, [Hypothesis(b, float(s)) for b, s in zip(beams, beam_scores, strict=True)],
-                       list(finished), seconds, done)
+        running = [] if bool(ends.all()) else [Hypothesis(b, float(s)) for b, s in zip(beams, beam_scores, strict=True)]
+        yield BeamStep(step, running, list(finished), seconds, done)
         if done:
             return
         logits = lm.decode_step(torch.tensor([b[-1] for b in beams], device=lm.device), cache)

@@ -107,8 +107,7 @@ def _beam_steps(lm, ids, params) -> None:
     for s in beam_search_steps(lm, ids, params):
         print(f"   step {s.index + 1}  ({s.seconds * 1e3:.1f} ms)")
         for b, h in enumerate(s.running):
-            if h.score > -1e8:  # at the last step every candidate ends, and no beam goes on
-                print(f"      beam {b}  {h.score:>8.3f}  {tok.decode(h.token_ids)!r}")
+            print(f"      beam {b}  {h.score:>8.3f}  {tok.decode(h.token_ids)!r}")
     print("\n4. Finished hypotheses (score = sum of log-probs / length ** length_penalty)")
     for h in s.finished:
         print(f"      {h.score:>8.3f}  {tok.decode(h.token_ids, skip_special_tokens=True)!r}")

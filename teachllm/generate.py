@@ -6,10 +6,11 @@
 terminal demo, streaming and the notebooks all watch the same code run. `generate` and `stream`
 are thin consumers of it.
 
-Stop rules (vLLM's): the end-of-sequence token unless `ignore_eos`; a token in `stop_token_ids`;
-a stop string found in the decoded output (also across token boundaries; the text is cut where it
-begins, or after it with `include_stop_str_in_output`); `max_tokens` ("length"). Until
-`min_tokens` tokens exist, EOS and stop ids are masked and stop strings are ignored.
+Stop rules (vLLM's): the end-of-sequence token unless `ignore_eos`; a token in `stop_token_ids`
+(its id is kept, its text left out); a stop string found in the decoded output (also across token
+boundaries; the text is cut where it begins, or after it with `include_stop_str_in_output`);
+`max_tokens` ("length"). Until `min_tokens` tokens exist, EOS and stop ids are masked and stop
+strings are not looked for.
 """
 
 from __future__ import annotations
@@ -67,14 +68,19 @@ class Sequence:
         return self.finish_reason is not None
 
     def append(self, token: int, seconds: float, logprobs: dict[int, float] | None = None) -> None:
-        """Add one generated token (that took `seconds` to produce) and apply the stop rules."""
+        """Add one generated token (that took `seconds` to produce) and apply the stop rules.
+
+        As in vLLM: the id that stops generation (EOS or a stop id) stays in `output_ids` but its text
+        is left out unless `include_stop_str_in_output`; and a stop string only counts once more than
+        `min_tokens` tokens exist (text up to then is not searched).
+        """
         self.output_ids.append(token)
         self.step_s.append(seconds)
         if self.logprobs is not None:
             self.logprobs.append(logprobs)
-        may_stop = len(self.output_ids) >= self.params.min_tokens
-        if self.detok is not None:
-            self.detok.add(token, check_stop=may_stop)
+        stop_id = token in self.eos_token_ids or token in self.params.stop_token_ids
+        if self.detok is not None and not (stop_id and not self.params.include_stop_str_in_output):
+            self.detok.add(token, check_stop=len(self.output_ids) > self.params.min_tokens)
         if token in self.eos_token_ids:
             self.finish_reason = "stop"
         elif token in self.params.stop_token_ids:

@@ -31,7 +31,7 @@ GREEDY_BELOW = 1e-5  # a temperature below this means greedy decoding (vLLM's ru
 
 @dataclass
 class SamplingParams:
-    temperature: float = 1.0  # divide logits by this before sampling; 0 = greedy (always the top token)
+    temperature: float = 1.0  # divide logits by this before sampling; 0 = greedy. The default samples (as vLLM)
     top_k: int = 0  # keep only the k most likely tokens; 0 or -1 = off
     top_p: float = 1.0  # keep the smallest set of tokens whose probability reaches p (nucleus); 1 = off
     min_p: float = 0.0  # drop tokens less likely than min_p × the top token's probability; 0 = off

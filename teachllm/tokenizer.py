@@ -39,8 +39,8 @@ class Tokenizer:
 
     @property
     def special_tokens(self) -> dict[str, int]:
-        """Special tokens by text, e.g. {'<|im_start|>': 1, '<|im_end|>': 2, ...}."""
-        return {tok: self.hf.convert_tokens_to_ids(tok) for tok in self.hf.all_special_tokens}
+        """Every special token by text, e.g. {'<|endoftext|>': 0, '<|im_start|>': 1, '<|im_end|>': 2, ...}."""
+        return {t.content: i for i, t in sorted(self.hf.added_tokens_decoder.items()) if t.special}
 
     # ---- text ↔ ids ----------------------------------------------------------------------------
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
@@ -107,18 +107,18 @@ class IncrementalDetokenizer:
         self.sent = 0  # characters already handed out by `release`
 
     def add(self, token_id: int, check_stop: bool = True) -> None:
-        """Append one token; look for stop strings unless `check_stop` is False (min_tokens not reached)."""
+        """Append one token; look for a stop string ending in its text unless `check_stop` is False."""
         self.ids.append(int(token_id))
+        before = len(self.text)
         text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
         complete = len(text.rstrip("\ufffd"))  # '�' at the end: a character still waiting for its bytes
         self.text = text[:complete]
         if check_stop and self.stop:
-            self._find_stop()
+            self._find_stop(before)
 
-    def _find_stop(self) -> None:
-        # a stop string can only newly appear near the end: search from where the longest could start
-        start = max(0, self.sent - max(map(len, self.stop)))
-        hits = [(self.text.find(s, start), s) for s in self.stop]
+    def _find_stop(self, new_from: int) -> None:
+        """Find the first stop string that ends in the text added since `new_from` (it may begin earlier)."""
+        hits = [(self.text.find(s, max(0, new_from - len(s) + 1)), s) for s in self.stop]
         hits = [(i, s) for i, s in hits if i >= 0]
         if hits:
             index, stop = min(hits)

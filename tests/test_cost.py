@@ -31,10 +31,16 @@ def count(fn):
 
 
 def families(counts):
-    """Measured FLOPs split into attention (batched matmuls and SDPA kernels) and linear (mm, addmm)."""
-    total = counts["Global"]
-    linear = total.get("aten.mm", 0) + total.get("aten.addmm", 0)
-    return {"attention": sum(total.values()) - linear, "linear": linear, "total": sum(total.values())}
+    """Measured FLOPs split by where they happen: attention (inside each attention module but outside its
+    four projections: QKᵀ and ·V, whatever aten op ran them) and linear (everything else)."""
+    total = sum(counts["Global"].values())
+    attention = 0
+    for module, ops in counts.items():
+        if module.endswith(".self_attn"):
+            projections = sum(sum(counts.get(f"{module}.{p}", {}).values())
+                              for p in ("q_proj", "k_proj", "v_proj", "o_proj"))
+            attention += sum(ops.values()) - projections
+    return {"attention": attention, "linear": total - attention, "total": total}
 
 
 def per_op(counts, n_layers):

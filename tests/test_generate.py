@@ -60,8 +60,9 @@ def test_beam_search_equals_transformers(lm, hf_model, prompts, beams, length_pe
 
 def test_beam_search_steps_keep_k_beams(lm, prompts):
     steps = list(tl.beam_search_steps(lm, lm.tokenizer.encode(prompts[0]), SamplingParams(num_beams=3, max_tokens=6)))
-    assert all(len(s.running) == 3 for s in steps)
+    assert all(len(s.running) == 3 for s in steps[:-1])
     assert steps[-1].done and len(steps[-1].finished) == 3
+    assert steps[-1].running == []  # max_tokens reached: every candidate ended, no beam goes on
     scores = [h.score for h in steps[-1].finished]
     assert scores == sorted(scores, reverse=True)
 
@@ -88,6 +89,11 @@ def test_stop_token_ids(lm, prompts):
     out = lm.generate(prompts[0], SamplingParams(temperature=0, max_tokens=20, stop_token_ids=[target]))
     assert out.token_ids == free.token_ids[: first + 1]
     assert out.finish_reason == "stop" and out.stop_reason == target
+    # as in vLLM, the stop id's text is left out of the output unless include_stop_str_in_output
+    assert out.text == lm.tokenizer.decode(free.token_ids[:first])
+    kept = lm.generate(prompts[0], SamplingParams(temperature=0, max_tokens=20, stop_token_ids=[target],
+                                                  include_stop_str_in_output=True))
+    assert kept.text == lm.tokenizer.decode(free.token_ids[: first + 1])
 
 
 def spanning_stop_string(lm, ids):
@@ -118,10 +124,13 @@ def test_stop_string_across_tokens(lm, prompts, include):
 
 
 def test_min_tokens_delays_stop_strings(lm, prompts):
+    """vLLM's rule: a stop string counts only if it ends in the text of a token after the first min_tokens."""
     free = lm.generate(prompts[2], SamplingParams(temperature=0, max_tokens=24))
-    stop, i, _ = spanning_stop_string(lm, free.token_ids)
-    out = lm.generate(prompts[2], SamplingParams(temperature=0, max_tokens=24, stop=[stop], min_tokens=i + 5))
-    assert len(out.token_ids) >= i + 5
+    stop, i, _ = spanning_stop_string(lm, free.token_ids)  # completed by token i + 2 (1-based)
+    just_after = lm.generate(prompts[2], SamplingParams(temperature=0, max_tokens=24, stop=[stop], min_tokens=i + 1))
+    assert just_after.token_ids == free.token_ids[: i + 2] and just_after.stop_reason == stop
+    too_early = lm.generate(prompts[2], SamplingParams(temperature=0, max_tokens=24, stop=[stop], min_tokens=i + 2))
+    assert len(too_early.token_ids) > i + 2 and too_early.token_ids[: i + 2] == free.token_ids[: i + 2]
 
 
 @pytest.mark.parametrize("question", ["Explain what a cache is in one sentence.", "请用中文介绍一下你自己。",

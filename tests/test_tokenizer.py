@@ -46,6 +46,14 @@ def test_a_character_can_span_several_tokens(lm, text):
     assert lm.tokenizer.decode(ids) == text
 
 
+def test_special_tokens_are_all_listed(lm, hf_tokenizer):
+    special = lm.tokenizer.special_tokens
+    assert {"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2}.items() <= special.items()
+    assert set(hf_tokenizer.all_special_tokens) <= set(special)
+    for text, token_id in special.items():
+        assert lm.tokenizer.encode(text) == [token_id]  # each is one id, never split
+
+
 def test_chat_template(lm, hf_tokenizer):
     messages = [{"role": "user", "content": "What is 2 + 2?"}]
     text = lm.tokenizer.apply_chat_template(messages)
