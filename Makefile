@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROMPT ?= The three primary colours are
 
-.PHONY: setup demo test lab lint bench clean-cache
+.PHONY: setup demo test test-browser notebooks lab lint bench bench-serving clean-cache
 
 setup:
 	@bash scripts/setup.sh
@@ -12,15 +12,32 @@ setup:
 demo: setup
 	$(PY) -m teachllm step "$(PROMPT)"
 
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+
 test: setup
-	$(VENV)/bin/ruff check teachllm tests
+	$(VENV)/bin/ruff check teachllm tests scripts
 	$(PY) -m pytest
+	$(PY) -m pytest $(NBVAL) notebooks/*.ipynb
+
+# only the JupyterLab + Chromium test (needs Debian's chromium: apt-get install chromium); screenshots in artifacts/screenshots/
+test-browser: setup
+	$(PY) -m pytest tests/browser
+
+# rebuild (execute) the chapter notebooks from notebooks/src; `make notebooks NB=06` for one
+notebooks: setup
+	$(PY) scripts/build_notebooks.py $(NB)
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 lint: setup
 	$(VENV)/bin/ruff check teachllm tests
+
+bench: setup
+	$(PY) -m teachllm.bench
+
+bench-serving: setup
+	$(PY) -m teachllm.serving.bench
 
 clean-cache:
 	$(PY) -c "import teachllm.loading as l, shutil; shutil.rmtree(l.cache_dir(), ignore_errors=True)"

@@ -1,0 +1,28 @@
+"""teachllm.viz: plotly figures and ipywidgets views of the engine's data.
+
+    from teachllm.viz import DistributionExplorer, attention_figure, capture_attention
+    DistributionExplorer(lm, "The three primary colours are")      # last thing in a notebook cell
+
+`data` computes what to draw with teachllm's own code, `figures` turns it into plotly figures
+(static, for the book and the tests), `widgets` puts controls around them for JupyterLab.
+The engine never imports this package; this package only reads the engine's data.
+"""
+
+from . import data, figures, widgets
+from .data import PRESETS, capture_attention, distribution, next_token_logits
+from .figures import (
+    attention_figure,
+    cache_growth_figure,
+    distribution_figure,
+    roofline_figure,
+    step_figure,
+    timeline_figure,
+)
+from .widgets import AttentionExplorer, CacheGrowthView, DistributionExplorer, PhaseTimeline, RooflineView, StepThrough
+
+__all__ = [
+    "PRESETS", "AttentionExplorer", "CacheGrowthView", "DistributionExplorer", "PhaseTimeline", "RooflineView",
+    "StepThrough", "attention_figure", "cache_growth_figure", "capture_attention", "data", "distribution",
+    "distribution_figure", "figures", "next_token_logits", "roofline_figure", "step_figure", "timeline_figure",
+    "widgets",
+]
