@@ -1,0 +1,347 @@
+# %% [markdown]
+# # Chapter 2 · Tokens
+#
+# **What you will see.** The first and last stages of the pipeline from chapter 1: the tokenizer that turns
+# text into ids before prefill, and the detokenizer that turns generated ids back into text. We take
+# SmolLM2's real tokenizer apart, then train a byte-pair encoding (BPE) tokenizer ourselves — first on the
+# three words "low lower lowest", then on a few paragraphs of English — and compare it with the real one.
+#
+# **What you will learn.**
+# - A token is an entry of a fixed vocabulary; the model sees only its **id**. `encode`, `pieces`,
+#   `decode` and `token_text` move between text, ids and vocabulary entries.
+# - **Special tokens** and the **chat template** mark where turns begin and end.
+# - Why today's tokenizers split text into **subwords**, and how **BPE** learns its merges from counts.
+# - Why a Chinese character or an emoji can take several tokens (**byte-level** BPE), and what that means
+#   for printing tokens one at a time.
+
+# %%
+import json
+from collections import Counter
+
+import torch
+
+import teachllm as tl
+from teachllm.bpe import bpe_encode, split_words, train_bpe
+
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer  # the tokenizer that came with the checkpoint
+tok
+
+# %% [markdown]
+# ## 2.1 Text → ids → pieces → text
+#
+# Four calls cover everything a student needs:
+#
+# | call | gives |
+# | --- | --- |
+# | `tok.encode(text)` | the token ids, what the model actually receives |
+# | `tok.pieces(ids)` | the vocabulary entry of each id, as stored |
+# | `tok.token_text(id)` | what one id turns into on its own |
+# | `tok.decode(ids)` | the text of a list of ids |
+#
+# The seeds' first example is `"Hello, how are you?"`.
+
+# %%
+text = "Hello, how are you?"
+ids = tok.encode(text)
+print("ids:", ids)
+print(f"{'id':>6}  {'piece':<8} text")
+for token_id, piece in zip(ids, tok.pieces(ids), strict=True):
+    print(f"{token_id:>6}  {piece:<8} {tok.token_text(token_id)!r}")
+assert tok.decode(ids) == text  # the round trip loses nothing
+print("decoded:", repr(tok.decode(ids)))
+
+# %% [markdown]
+# A space belongs to the word **after** it: `' how'` is one token, and the vocabulary stores it as `'Ġhow'`.
+# SmolLM2 works on bytes (section 2.7), and stores each byte as a printable character; the space byte is
+# shown as `Ġ`. `token_text` turns it back into a real space.
+#
+# ## 2.2 The same sentence, another tokenizer
+#
+# The seeds tokenize their examples with Llama 2's tokenizer. Here are those ids next to SmolLM2's:
+
+# %%
+llama2 = {  # copied from the seeds (generation-process §2.1, inference-flow §2.1)
+    "Hello, how are you?": [1, 15043, 29892, 920, 526, 366, 29973],
+    "What is artificial intelligence?": [1, 1724, 338, 23116, 21082, 29973],
+}
+for text, theirs in llama2.items():
+    ours = tok.encode(text)
+    print(repr(text))
+    print(f"  Llama 2 : {theirs}")
+    print(f"  SmolLM2 : {ours}  {tok.pieces(ours)}")
+    assert len(ours) == len(theirs) - 1  # the same split into pieces; Llama 2 has one id more: BOS
+print("SmolLM2 vocabulary size:", tok.vocab_size)
+
+# %% [markdown]
+# Two reasons the numbers differ:
+# - **Every tokenizer has its own vocabulary.** Llama 2 has 32,000 entries (`'▁how'` is 920 there);
+#   SmolLM2 has 49,152 (`'Ġhow'` is 638 here). An id means nothing without its tokenizer: never feed one
+#   model's ids to another.
+# - **Llama 2 puts a BOS token first** (`<s>`, id 1, "beginning of sequence"). SmolLM2 does not: its
+#   `encode` returns only the text's own tokens. Both tokenizers cut these two sentences into the same
+#   pieces, so apart from BOS the lengths agree.
+
+# %%
+print("SmolLM2's BOS token:", tok.bos_token_id, tok.pieces([tok.bos_token_id]))
+print("Does encode put it first?", tok.encode("Hi")[0] == tok.bos_token_id)
+
+# %% [markdown]
+# ## 2.3 Special tokens and the chat template
+#
+# A **special token** is a vocabulary entry that is never produced by splitting ordinary text pieces: it is
+# matched as a whole string and stands for a piece of structure. SmolLM2 has 17 of them. The first three
+# are the ones generation uses; the others mark code files, GitHub issues and Jupyter cells in the training
+# data.
+
+# %%
+for text, token_id in tok.special_tokens.items():  # every special token, by text
+    print(f"{token_id:>3}  {text}")
+special_ids = set(tok.special_tokens.values())
+
+# %% [markdown]
+# An instruct model was trained on conversations written in one fixed format, its **chat template**.
+# SmolLM2 uses ChatML: each turn is `<|im_start|>role\n…<|im_end|>\n`, and a system turn is added when the
+# conversation has none. The prompt ends with an open assistant turn, so the next token the model
+# predicts is the first token of its answer. When it writes `<|im_end|>` (id 2, the EOS token) the
+# answer is over (chapter 9).
+
+# %%
+messages = [{"role": "user", "content": "What is artificial intelligence?"}]
+prompt = tok.apply_chat_template(messages)
+print(prompt)
+
+# %%
+ids = tok.encode(prompt)
+print(f"{len(ids)} ids; the special ones are marked with *")
+print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
+print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
+print("decoded without special tokens:", repr(tok.decode(ids, skip_special_tokens=True)))
+
+# %% [markdown]
+# `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made
+# of ordinary tokens (`'assistant'` is even two: `'ass'` + `'istant'`). The template begins with
+# `<|im_start|>`, which SmolLM2's configuration also names its BOS token — so for this model "BOS" comes from
+# the template, not from `encode`.
+#
+# ## 2.4 Words, characters, subwords
+#
+# How should text be cut into units? The seeds list the answers in the order they were tried:
+#
+# | method | unit | vocabulary | what it gains | what it costs |
+# | --- | --- | --- | --- | --- |
+# | word-level | whole words | every word seen: hundreds of thousands | short sequences, one token per word | unseen words become `<unk>`; "low", "lower", "lowest" share nothing |
+# | character-level | characters | tiny (letters, digits, punctuation) | no unknown words | long sequences (attention grows with length²); one character carries little meaning |
+# | subword | frequent words whole, rare words in pieces | chosen size, 30k–150k | both: short sequences and no unknowns | the split depends on training data; ids are tokenizer-specific |
+#
+# Three subword methods are in use:
+#
+# | subword method | how it builds the vocabulary | used by |
+# | --- | --- | --- |
+# | **BPE** (byte pair encoding) | start from characters (or bytes); repeatedly merge the most frequent adjacent pair | GPT-2, Llama 3, SmolLM2 (byte-level) |
+# | **WordPiece** | like BPE, but merge the pair with the highest count(ab) / (count(a)·count(b)); word-inner pieces marked `##` | BERT |
+# | **SentencePiece** | a library, not a rule: works on raw text with the space as the symbol `▁`, trains BPE or a unigram model | Llama 2, T5 |
+#
+# The lengths of one sentence under each choice (the subword column is SmolLM2's tokenizer):
+
+# %%
+sentence = "The lowest price is lower than the low price."
+n_words, n_chars, n_subwords = len(sentence.split()), len(sentence), len(tok.encode(sentence))
+print(f"word-level: {n_words} tokens, character-level: {n_chars} tokens, subword (SmolLM2): {n_subwords} tokens")
+print(tok.pieces(tok.encode(sentence)))
+
+# %% [markdown]
+# ## 2.5 BPE step by step: "low lower lowest"
+#
+# `teachllm.bpe` is a BPE trainer small enough to read (its test checks that it learns exactly the same
+# merges as the `tokenizers` library). Training is:
+# 1. split the text into words, each keeping the space before it;
+# 2. start with every word as single characters — the characters are the first vocabulary;
+# 3. count every adjacent pair of symbols, merge the most frequent one everywhere, add it to the vocabulary;
+# 4. repeat.
+#
+# The seed's example starts from the vocabulary `['l', 'o', 'w', 'e', 'r', 's', 't', ' ']`.
+
+# %%
+text = "low lower lowest"
+words = split_words(text)
+alphabet, merges = train_bpe(text, n_merges=10)
+print("words:", words)
+print("initial vocabulary:", alphabet)
+assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the seed's eight symbols
+
+# %% [markdown]
+# Now the merges one at a time. Before each merge we count every adjacent pair ourselves, on the words as
+# the merges so far have split them (`bpe_encode` applies a list of merges), and check that `train_bpe`
+# chose the most frequent pair. When two pairs are equally frequent, the pair whose symbols entered the
+# vocabulary first wins (characters in code-point order, then merged symbols in order of creation).
+
+# %%
+for step, merge in enumerate(merges, start=1):
+    pairs = Counter()
+    for word in words:
+        symbols = bpe_encode(word, merges[: step - 1])  # the word as the earlier merges split it
+        pairs.update(zip(symbols, symbols[1:], strict=False))
+    assert merge.count == max(pairs.values()) == pairs[merge.pair]  # train_bpe took a most frequent pair
+    counts = ", ".join(f"{a!r}+{b!r}:{n}" for (a, b), n in pairs.most_common())
+    print(f"merge {step}: {merge.pair[0]!r} + {merge.pair[1]!r} -> {merge.result!r}   pair counts: {counts}")
+print("after", len(merges), "merges:", bpe_encode(text, merges))
+
+# %% [markdown]
+# Counting gives `lo` (3 times) and `low` (3 times), as in the seed. After that the seed merges `er` and
+# `es`, but on these three words alone that is not what the counts say: `e` always follows `' low'`
+# (twice), while `er` and `es` occur once each, so BPE builds `' low'`, `' lowe'`, … and ends with each word
+# as a single token. Seven merges and nothing is left to merge.
+#
+# The seed's `er` and `es` come from counting over a larger text, in which many words end in *-er* and
+# *-est* (exercise 1). Its merge list, applied with `bpe_encode`, does give its final pieces:
+
+# %%
+seed_merges = [("l", "o"), ("lo", "w"), ("e", "r"), ("e", "s"), ("es", "t")]
+pieces = bpe_encode(text, seed_merges)
+print(pieces)
+assert [p for p in pieces if p != " "] == ["low", "low", "er", "low", "est"]  # low / er / est
+
+# %% [markdown]
+# ## 2.6 BPE on a real text, against SmolLM2's tokenizer
+#
+# Three merges do not make a tokenizer. Here are five paragraphs of English (about 290 words), written for
+# this course. We learn merges from them and split three sentences that are **not** in the text.
+
+# %%
+corpus = """\
+A river begins as rain on a hillside. The water gathers in small streams, the streams join, and within a few \
+miles there is a river wide enough to carry a boat. For most of history, rivers were the roads of the world: \
+they carried grain to the cities, timber to the coast and news from one town to the next.
+
+The people who lived beside a river learned to read it. They knew which banks were firm and which were soft, \
+where the water ran deep and where it ran fast, and in which months it would rise over the fields. A flood \
+could ruin a harvest, but it also left behind the dark soil that made the next harvest possible.
+
+Mills were built where the current was strongest. A wooden wheel turned in the water, the wheel turned a \
+shaft, and the shaft turned a stone that ground the grain into flour. The miller kept part of the flour as \
+payment, and the mill became the place where farmers met, traded and talked about the weather.
+
+Bridges changed the river towns. Before a bridge was built, travellers waited for a ferry or walked many \
+miles to the nearest ford. After it was built, the town became a crossing, markets grew on both banks, and \
+the bridge itself became a place to stand and watch the water go by.
+
+Today most goods travel by road and by rail, and many mills have become houses or museums. The rivers are \
+still there. They still rise in the spring and fall in the summer, and they still carry the rain from the \
+hills down to the sea, as they did long before the first boat was built."""
+held_out = [
+    "The farmers carried their grain across the bridge to the mill.",
+    "After the flood, the river was wider and the water ran faster.",
+    "Travellers waited on the bank while the ferry crossed the deep water.",
+]
+alphabet, merges = train_bpe(corpus, n_merges=300)
+print(f"{len(corpus.split())} words, {len(alphabet)} characters in the alphabet, {len(merges)} merges learned")
+print("first 12 merges:", [(m.result, m.count) for m in merges[:12]])
+print("'er' is merge number", [m.result for m in merges].index("er") + 1)
+
+# %% [markdown]
+# The first merges are the most frequent pairs of English: a space with the next letter (`' t'`, `' a'`),
+# then `'he'` and `' the'`. The seed's `er` appears early too — on a real text, BPE does learn it.
+# SmolLM2's own merge list (stored with the tokenizer) starts the same way:
+
+# %%
+smol_merges = json.loads(tok.hf.backend_tokenizer.to_str())["model"]["merges"]
+print(f"SmolLM2: {len(smol_merges)} merges; the first 8:", [a + b for a, b in smol_merges[:8]])
+
+# %% [markdown]
+# Now the held-out sentences: our 300 merges against SmolLM2's list, in tokens per word.
+
+# %%
+for sentence in held_out:
+    ours = bpe_encode(sentence, merges)
+    theirs = tok.pieces(tok.encode(sentence))
+    n = len(sentence.split())
+    print(sentence)
+    print(f"  our BPE : {len(ours) / n:.2f} tokens/word  {ours}")
+    print(f"  SmolLM2 : {len(theirs) / n:.2f} tokens/word  {theirs}")
+
+# %% [markdown]
+# Words that were frequent in our text (`' the'`, `' river'`, `' water'`, `' bridge'`) are single tokens;
+# words that were rare or absent fall apart into small pieces (`' car'` + `'ried'`, `' ban'` + `'k'`).
+# SmolLM2 learned its merges from a huge amount of text, so almost every common English word is one token
+# and it needs about 1.1–1.3 tokens per word. The more merges (the larger the vocabulary), the shorter the
+# sequences — and the larger the embedding table and the LM head, which have one row per vocabulary entry.
+#
+# ## 2.7 Byte-level BPE: Chinese and emoji
+#
+# Our toy BPE starts from characters, so a character it never saw has no symbol. SmolLM2's BPE starts from
+# the 256 possible **bytes** of UTF-8 instead. Every text is a sequence of bytes, so nothing is ever
+# unknown. The price: an English letter is one byte, but a Chinese character is three bytes and an emoji
+# four, and when a character was rare in the training data its bytes are not merged into one token.
+
+# %%
+for text in ["Hello", "大语言模型", "🚀"]:
+    ids = tok.encode(text)
+    print(f"{text!r}: characters {len(text)}, UTF-8 bytes {len(text.encode('utf-8'))}, tokens {len(ids)}")
+    print("   ids        :", ids)
+    print("   token_text :", [tok.token_text(i) for i in ids])
+    print("   decode     :", repr(tok.decode(ids)))
+    assert tok.decode(ids) == text
+
+# %% [markdown]
+# `'大'` and `'型'` are single tokens, but `'语'`, `'言'` and `'模'` take two tokens each, and the rocket
+# takes three. A token that holds only part of a character's bytes cannot be shown on its own:
+# `token_text` prints `'�'` (U+FFFD, the replacement character). Decoding the whole list puts the bytes
+# back together. Watch the rocket being assembled, one token at a time:
+
+# %%
+ids = tok.encode("🚀")
+for n in range(1, len(ids) + 1):
+    print(f"decode(ids[:{n}]) = {tok.decode(ids[:n])!r}")
+
+# %% [markdown]
+# This matters in the decode loop: a program that prints each new token with `token_text` as it arrives
+# shows `'�'` in the middle of Chinese text. Chapter 9 shows how streaming holds back an unfinished
+# character until its last byte arrives.
+#
+# ## Summary
+# - The model sees ids. `encode` / `decode` convert text, `pieces` shows vocabulary entries (`Ġ` is a space),
+#   `token_text` shows one token's text.
+# - Ids belong to one tokenizer: Llama 2 and SmolLM2 cut "What is artificial intelligence?" into the same
+#   five pieces with different ids, and Llama 2 adds a BOS token.
+# - Special tokens (`<|im_start|>`, `<|im_end|>`) are single ids that mark structure; the chat template
+#   wraps each turn in them, and `<|im_end|>` is the EOS token.
+# - Subwords sit between words and characters. BPE learns them by repeatedly merging the most frequent
+#   adjacent pair; what it learns depends entirely on the counts in its training text.
+# - Byte-level BPE never meets an unknown character, but one character can span several tokens.
+#
+# ## Exercises
+# 1. On "low lower lowest" alone BPE never learns `er` or `es`. Write a short text (a few words, each
+#    repeated as often as you like) on which `train_bpe` learns `es` or `er` among its first merges.
+# 2. Count tokens per character for an English, a Chinese and an emoji sentence. Which costs the most
+#    tokens per character, and why does this matter for the price and the speed of a request?
+# 3. A user types `<|im_end|>` into their message. What ids does the prompt get? Why could that be a problem?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: the endings must be more frequent than the stems. Sennrich et al. (2016) used
+# low ×5, lower ×2, newest ×6, widest ×3: 'e'+'s' and 'es'+'t' occur 9 times, more than any other pair.
+text = " ".join(["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3)
+_, merges = train_bpe(text, n_merges=4)
+print([(m.result, m.count) for m in merges])
+print(bpe_encode("low lower lowest", merges))
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: English is about one token per word (0.2 tokens per character); Chinese and emoji need one or
+# more tokens per character. Prompts are billed in tokens, and each output token is one decode step, so the
+# same message costs more, and takes longer to generate, in Chinese or emoji.
+for text in ["The weather is lovely today.", "今天天气很好。", "🌞🌈😊🎉"]:
+    n = len(tok.encode(text))
+    print(f"{text!r}: {len(text)} characters, {n} tokens, {n / len(text):.2f} tokens per character")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: the typed text is matched as the special token itself (id 2), so the user's message seems to
+# end early and what follows can look like a new turn written by someone else (a prompt injection).
+# Serving code guards against this: transformers' tokenizers, for one, can be told to split special-token
+# text in user input into ordinary pieces (the `split_special_tokens` option).
+prompt = tok.apply_chat_template([{"role": "user", "content": "Hi<|im_end|>"}])
+ids = tok.encode(prompt)
+print(ids[-10:], "->", tok.pieces(ids[-10:]))
+print("times id 2 (<|im_end|>) appears:", ids.count(2))

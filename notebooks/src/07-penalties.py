@@ -1,0 +1,310 @@
+# %% [markdown]
+# # Chapter 7 · Penalties
+#
+# **What you will see.** Greedy decoding on a small model falls into a loop — the same two tokens over and
+# over. We break the loop with each penalty in turn: the repetition penalty, the presence and frequency
+# penalties, and the no-repeat n-gram ban. Each one is computed by hand on the model's live logits and
+# checked against teachllm's implementation.
+#
+# **What you will learn.**
+# - Why a model repeats itself, and why temperature, top-k and top-p alone do not stop it.
+# - The formula of each penalty, which tokens it counts (prompt and output, or output only), and where
+#   HuggingFace transformers and vLLM differ.
+# - **Soft** penalties (they lower a score) against **hard** constraints (they forbid a token).
+# - The lecture's tuning tips: which penalty to reach for, with which value, in which order.
+
+# %%
+from collections import Counter
+
+import torch
+
+import teachllm as tl
+from teachllm.sampling import apply_no_repeat_ngram, apply_presence_frequency_penalty, apply_repetition_penalty
+
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+
+
+def repeated_trigrams(ids):
+    """How many of the token 3-grams in `ids` already occurred earlier in `ids`: 0 means no repetition."""
+    grams = [tuple(ids[i:i + 3]) for i in range(len(ids) - 2)]
+    return sum(1 for i, g in enumerate(grams) if g in grams[:i])
+
+
+def show_top(logits, k=5):
+    """The k highest logits as 'token:logit'."""
+    top = torch.topk(logits, k)
+    return "  ".join(f"{tok.token_text(int(i))!r}:{float(v):.2f}" for v, i in zip(top.values, top.indices, strict=True))
+
+
+# %% [markdown]
+# ## 7.1 A model that repeats itself
+#
+# A plain-text prompt (no chat template: the model simply continues the text) that asks for a list.
+# Greedy decoding, 24 tokens:
+
+# %%
+prompt = "List of animals: dog, cat,"
+prompt_ids = tok.encode(prompt)
+greedy = tl.SamplingParams(temperature=0, max_tokens=24)
+
+chosen_p = []  # probability of each chosen token
+for step in tl.generation_steps(lm, [prompt_ids], greedy):
+    token = step.tokens[0]
+    chosen_p.append((token, float(torch.softmax(step.logits[0].float(), -1)[token])))
+loop_ids = [token for token, _ in chosen_p]
+print(repr(tok.decode(loop_ids)))
+print("repeated 3-grams in the output:", repeated_trigrams(loop_ids))
+
+# %% [markdown]
+# The model is stuck: `dog, cat,` forever. Worse, each repetition makes the next one more likely. Here is
+# the probability the model gave ` dog` and ` cat` each time it chose them:
+
+# %%
+for word in (" dog", " cat"):
+    ps = [p for token, p in chosen_p if tok.token_text(token) == word]
+    print(f"p({word!r}) each time it was chosen: " + " ".join(f"{p:.2f}" for p in ps))
+
+# %% [markdown]
+# ` dog` went from 0.22 to 0.66 in six uses: the text in the context window is the strongest evidence the
+# model has, and a pattern that has occurred several times looks like a pattern that will go on. Greedy decoding always
+# takes the top token, so once the loop leads, it never lets go. Sampling with a temperature only makes the
+# escape random, and top-k / top-p keep the loop's tokens, since they are the most likely.
+#
+# A **penalty** changes the logits of tokens that already occurred, before any sampling rule sees them:
+#
+# | penalty | formula on the logit of token *j* | counts tokens in | kind | defined by |
+# | --- | --- | --- | --- | --- |
+# | repetition penalty *r* | *ℓ / r* if *ℓ* > 0, else *ℓ · r* (every token seen, once) | prompt + output | soft, scales the logit | CTRL paper; HF `repetition_penalty`, vLLM |
+# | presence penalty | *ℓ − presence* if *j* occurred | output only | soft, a constant | OpenAI API, vLLM |
+# | frequency penalty | *ℓ − frequency · c_j* (*c_j* = times *j* occurred) | output only | soft, grows with each use | OpenAI API, vLLM |
+# | no-repeat n-gram *n* | −∞ for a token that would repeat an earlier n-gram | prompt + output | **hard**: forbidden | HF `no_repeat_ngram_size` |
+# | length penalty | score = Σ log p / length^lp | a whole finished sequence | ranks beams | HF beam search (chapter 8) |
+#
+# To compute them by hand we take the logits at one step inside the loop: after 12 generated tokens,
+# where greedy chose ` dog` (for the fourth time).
+
+# %%
+k = 12
+history = prompt_ids + loop_ids[:k]  # the context at that step: prompt + 12 output tokens
+logits = lm.forward(history)[0, -1]  # [V]: next-token logits, no cache
+print(repr(tok.decode(loop_ids[:k])), "->", repr(tok.token_text(loop_ids[k])))
+print("top 5 logits:", show_top(logits))
+
+# %% [markdown]
+# ## 7.2 Repetition penalty (prompt + output)
+#
+# For every distinct token already in the sequence — the prompt included — the logit is divided by *r*
+# when positive and multiplied by *r* when negative, so both move down. The lecture starts question
+# answering and code at *r* = 1.05; here we use 1.2 to see it clearly.
+
+# %%
+r = 1.2
+seen = sorted(set(history))  # each seen token is penalised once, however often it occurred
+by_hand = logits.clone()
+print(f"{'token':<12}{'logit':>8}{'after':>8}")
+for j in seen:
+    before = float(logits[j])
+    by_hand[j] = logits[j] / r if logits[j] > 0 else logits[j] * r
+    print(f"{tok.token_text(j)!r:<12}{before:>8.2f}{float(by_hand[j]):>8.2f}")
+assert torch.equal(by_hand, apply_repetition_penalty(logits, history, r))  # teachllm agrees
+print("top 5 after:", show_top(by_hand))
+
+# %% [markdown]
+# ` dog` and ` cat` lose about 3.4 each and land among ` fox`, ` sheep` and ` deer`, which were never
+# seen. ` dog` still leads by a hair — after six rounds the loop is strong — but its probability falls
+# from 0.45 to 0.05 (section 7.5). Because the penalty *divides*, a large logit loses more than a small
+# one: the comma loses 1.6, ` dog` 3.5. The tokens of the prompt (`List`, ` animals`, `:`) are penalised too.
+#
+# With the penalty on from the first token, the loop never gets going. Whole generations, at the lecture's
+# starting value and at 1.2:
+
+# %%
+results = {"greedy": loop_ids}
+for r in (1.05, 1.2):
+    out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, repetition_penalty=r))
+    results[f"repetition_penalty={r}"] = out.token_ids
+    print(f"r = {r}: {out.text!r}")
+
+# %% [markdown]
+# Even 1.05 breaks the two-token loop: the very first token is no longer ` dog`, because ` dog` is in the
+# prompt. At 1.2 the comma itself — seen in the prompt, needed between every two animals — is
+# penalised hard enough that the model leaves the list format. The penalty cannot tell wanted
+# repetition from unwanted.
+#
+# ## 7.3 Presence and frequency penalties (output only)
+#
+# These come from the OpenAI API; vLLM implements them. Let *c_j* be how often token *j* occurs in the
+# **output** so far. Then *ℓ_j − c_j · frequency − (c_j > 0) · presence*. A plain subtraction, in logit
+# units; the prompt is not counted.
+
+# %%
+presence, frequency = 0.5, 0.5
+output_so_far = loop_ids[:k]
+counts = Counter(output_so_far)
+by_hand = logits.clone()
+print(f"{'token':<8}{'c':>3}{'logit':>8}{'after':>8}")
+for j, c in sorted(counts.items()):
+    by_hand[j] = logits[j] - c * frequency - presence  # c > 0 for every token in counts
+    print(f"{tok.token_text(j)!r:<8}{c:>3}{float(logits[j]):>8.2f}{float(by_hand[j]):>8.2f}")
+torch.testing.assert_close(by_hand, apply_presence_frequency_penalty(logits, output_so_far, presence, frequency))
+print("top 5 after:", show_top(by_hand))
+
+# %% [markdown]
+# At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token:
+# subtracting half a logit hardly matters when logits are around 20. The comma, used six times, loses 3.5.
+#
+# The two penalties differ in how they grow: presence costs the same after one use or after ten, frequency
+# grows with every use. Full generations at 0.5 and at 1.5:
+
+# %%
+for name in ("presence_penalty", "frequency_penalty"):
+    for value in (0.5, 1.5):
+        out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **{name: value}))
+        results[f"{name}={value}"] = out.token_ids
+        print(f"{name} = {value}: {out.text!r}")
+
+# %% [markdown]
+# Three things to see:
+# - All four outputs begin with `dog, cat,` again: the prompt is not counted, so the first repetition of
+#   the prompt is free. The repetition penalty (7.2) stopped it at once.
+# - At 0.5 both penalties only stretch the loop (`sheep, sheep, goat, goat`).
+# - At 1.5 presence gives a long, varied list; frequency ends the list after a few animals — the comma's
+#   penalty grows by 1.5 with every animal until another token beats it.
+#
+# ## 7.4 No-repeat n-gram (a hard ban)
+#
+# With `no_repeat_ngram_size = n`, no sequence of *n* tokens may occur twice (prompt included). Before each
+# token: take the last *n* − 1 tokens; wherever they occurred earlier, the token that followed them there is
+# banned (logit −∞).
+
+# %%
+n = 3
+suffix = history[-(n - 1):]  # the last n-1 tokens
+banned = {history[i + n - 1] for i in range(len(history) - n + 1) if history[i:i + n - 1] == suffix}
+print("last", n - 1, "tokens:", [tok.token_text(t) for t in suffix], "-> banned:", [tok.token_text(t) for t in banned])
+assert banned == tl.sampling.banned_ngram_tokens(history, n)
+masked = apply_no_repeat_ngram(logits, history, n)
+assert set(torch.isinf(masked).nonzero().flatten().tolist()) == banned  # exactly those are -inf
+print("top 5 after:", show_top(masked))
+
+# %%
+for n in (3, 4):
+    out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, no_repeat_ngram_size=n))
+    results[f"no_repeat_ngram_size={n}"] = out.token_ids
+    print(f"n = {n}: {out.text!r}")
+
+# %% [markdown]
+# With *n* = 3 the ban works — no 3-gram repeats — but the model, still wanting its loop, finds the nearest
+# allowed variants (`dog, dog (cat), cat, cat (dog)`). With *n* = 4 it leaves the list altogether. A hard ban
+# removes exact copies, not the urge to repeat.
+#
+# ## 7.5 Soft against hard
+#
+# At the step we studied, here is what each rule did to ` dog`, the loop's next token:
+
+# %%
+dog = loop_ids[k]
+rules = {
+    "none": logits,
+    "repetition 1.2": apply_repetition_penalty(logits, history, 1.2),
+    "presence 0.5 + frequency 0.5": apply_presence_frequency_penalty(logits, output_so_far, 0.5, 0.5),
+    "no-repeat 3-gram": apply_no_repeat_ngram(logits, history, 3),
+}
+print(f"{'rule':<30}{'dog logit':>10}{'p(dog)':>8}  top token")
+for name, row in rules.items():
+    p = torch.softmax(row, -1)[dog]
+    print(f"{name:<30}{float(row[dog]):>10.2f}{float(p):>8.3f}  {tok.token_text(int(row.argmax()))!r}")
+
+# %% [markdown]
+# - **Soft** (repetition, presence, frequency): ` dog` keeps a finite logit. If the context makes it
+#   likely enough, it can still win — right for a word that must repeat, such as a name or `the`.
+# - **Hard** (no-repeat n-gram): ` dog` gets probability 0, however sure the model is. Exact, but blind:
+#   it also forbids repetitions that are correct (exercise 2).
+#
+# How much each run repeated itself, counted as 3-grams of output tokens seen earlier in the output:
+
+# %%
+for name, ids in results.items():
+    print(f"{name:<26} repeated 3-grams: {repeated_trigrams(ids):>2}   {tok.decode(ids)[:60]!r}")
+
+# %% [markdown]
+# ## 7.6 Length penalty belongs to beam search
+#
+# The lecture's list ends with the length penalty. It does not change logits at all: it changes how beam
+# search ranks *finished* sequences, score = Σ log p / length^lp, so it only exists when `num_beams` > 1.
+# Chapter 8 shows it.
+#
+# ## 7.7 Tuning tips
+#
+# From the lecture:
+#
+# | task | start with |
+# | --- | --- |
+# | question answering, code | repetition penalty 1.05, frequency penalty 0.5 |
+# | creative writing, poetry | a lower repetition penalty; presence penalty 0.3 for varied topics |
+# | long conversations | `no_repeat_ngram_size` 3–4, then raise the repetition penalty if needed |
+# | translation with beam search | `length_penalty` between 0.6 and 1.0 to tune sentence length |
+#
+# **Order of tuning**: temperature → top-k / top-p → penalties → the remaining limits (stop words,
+# `max_tokens`). Change one knob at a time; temperature and the filters interact, and so do the penalties.
+#
+# **Engines differ.** HuggingFace `generate` has `repetition_penalty` (prompt and output) and
+# `no_repeat_ngram_size`, and no presence or frequency penalty. vLLM applies its repetition penalty to prompt
+# and output too, but its presence and frequency penalties to the **output only**, as the OpenAI API defines
+# them. teachllm follows both: `apply_penalties` uses prompt + output for the repetition penalty and the
+# n-gram ban, and the output alone for presence and frequency. The same numbers can therefore mean
+# different things in different engines.
+#
+# ## Summary
+# - Greedy decoding can loop, and the loop reinforces itself: p(` dog`) rose from 0.22 to 0.66.
+# - The repetition penalty divides positive logits (multiplies negative ones) for every token seen,
+#   prompt included; it scales with the logit, so small values such as 1.05 already act.
+# - Presence and frequency penalties subtract logit units for tokens of the output only; frequency grows
+#   with each use and also punishes needed tokens such as the comma.
+# - No-repeat n-gram is a hard ban: exact, but it forbids correct repetitions too.
+# - Length penalty ranks finished beams (chapter 8).
+#
+# ## Exercises
+# 1. Raise the presence penalty alone from 0 until the loop breaks. Do the same with the frequency penalty.
+#    Which one keeps a long list going, and why?
+# 2. Give the model a text that *must* repeat, such as a multiplication table
+#    (`"2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n"`). What do `no_repeat_ngram_size=2` and `repetition_penalty=1.3` do
+#    to it?
+# 3. Why does the repetition penalty multiply a negative logit by *r* instead of dividing it? Take a token
+#    with a negative logit, pretend it was seen, and compare multiplying with dividing.
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: presence breaks the loop between 1.0 and 1.5 and the list goes on: it costs the comma (needed
+# after every animal) the same whatever the count. Frequency charges the comma again after every animal,
+# so the loop breaks, but so does the list.
+for name in ("presence_penalty", "frequency_penalty"):
+    for value in (0.5, 1.0, 1.5):
+        ids = results.get(f"{name}={value}")  # 0.5 and 1.5 were generated in section 7.3
+        if ids is None:
+            ids = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **{name: value})).token_ids
+        print(f"{name} = {value}: repeated 3-grams {repeated_trigrams(ids):>2}  {tok.decode(ids)!r}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: every line starts with the tokens '\n', '2', ' x'. The 2-gram ban sees that '\n' '2' is
+# already in the prompt, so no new line may start with '2': the table cannot go on. The repetition penalty
+# lowers every digit and symbol already seen, and the model drops the format. Both damage a text in which
+# repetition is correct.
+table = "2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n"
+for settings in ({}, {"no_repeat_ngram_size": 2}, {"repetition_penalty": 1.3}):
+    out = lm.generate(table, tl.SamplingParams(temperature=0, max_tokens=12, **settings))
+    print(f"{settings or 'no penalty'}: {out.text!r}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: dividing a negative logit by r > 1 moves it towards 0, i.e. *up*: the "penalised" token would
+# become more likely. Multiplying moves it down. (On this model the tokens already seen nearly always have
+# positive logits, so the negative branch is rare; here we borrow the lowest logit of the vocabulary.)
+print(f"negative logits at this step: {int((logits < 0).sum())} of {logits.numel()}; seen and negative: "
+      f"{sum(1 for j in set(history) if logits[j] < 0)}")
+j = int(logits.argmin())
+penalised = apply_repetition_penalty(logits, [j], 1.2)  # pretend token j was seen
+print(f"{tok.token_text(j)!r}: logit {float(logits[j]):.2f} -> penalised {float(penalised[j]):.2f} "
+      f"(x 1.2); dividing instead would give {float(logits[j] / 1.2):.2f}")

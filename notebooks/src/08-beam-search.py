@@ -1,0 +1,249 @@
+# %% [markdown]
+# # Chapter 8 · Beam search
+#
+# **What you will see.** The third decoding strategy of the lecture, next to greedy decoding and sampling:
+# beam search keeps the *k* best partial sequences instead of one. We watch three beams grow token by
+# token, check their scores against the model's own log-probabilities, and see beam search find a
+# continuation that greedy decoding misses. Then the length penalty decides between finished answers of
+# different lengths.
+#
+# **What you will learn.**
+# - The probability of a whole sequence, and why choosing the best token at each step (greedy) does not
+#   always give the most probable sequence.
+# - How beam search works: candidates, summed log-probabilities, finished hypotheses.
+# - What the **length penalty** does: score = Σ log p / length^lp, and how its value changes the winner.
+# - What beam search is good for, and what it costs.
+
+# %%
+import torch
+
+import teachllm as tl
+
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+
+
+def token_logprobs(prompt_ids, output_ids):
+    """log p of each output token given everything before it, from one uncached forward pass."""
+    logp = torch.log_softmax(lm.forward(prompt_ids + output_ids)[0].float(), dim=-1)  # [S, V]
+    start = len(prompt_ids) - 1  # the logits at position i predict token i + 1
+    return [float(logp[start + i, t]) for i, t in enumerate(output_ids)]
+
+
+# %% [markdown]
+# ## 8.1 Three ways to decode
+#
+# The model gives a probability for the next token; the probability of a whole continuation
+# *y*₁ … *y*ₙ is the product of the steps, so its log-probability is a sum:
+#
+# log P(*y* | prompt) = log p(*y*₁ | prompt) + log p(*y*₂ | prompt, *y*₁) + … + log p(*y*ₙ | prompt, *y*₁ … *y*ₙ₋₁)
+#
+# | strategy | each step | result | good for |
+# | --- | --- | --- | --- |
+# | greedy decoding | take the most probable token | deterministic; best step by step, not the best sequence | short factual answers, code |
+# | sampling | draw a token from the (filtered) distribution | varied; can drift into incoherent text | chat, creative writing (chapter 6) |
+# | beam search | keep the *k* sequences with the highest summed log-probability | deterministic; more probable sequences, *k* times the work | translation, summarisation |
+#
+# The three on one prompt, 8 tokens each, with the total log-probability of what they wrote:
+
+# %%
+prompt = "The capital of France is"
+prompt_ids = tok.encode(prompt)
+strategies = {
+    "greedy": tl.SamplingParams(temperature=0, max_tokens=8),
+    "sampling (T=1, seed 0)": tl.SamplingParams(temperature=1.0, seed=0, max_tokens=8),
+    "beam search (k=3)": tl.SamplingParams(num_beams=3, max_tokens=8),
+}
+outputs = {}
+for name, params in strategies.items():
+    outputs[name] = lm.generate(prompt_ids, params).token_ids
+    print(f"{name:<24} total log p = {sum(token_logprobs(prompt_ids, outputs[name])):8.3f}   "
+          f"{tok.decode(outputs[name])!r}")
+
+# %% [markdown]
+# Greedy decoding and beam search both start with ` Paris.`, then part ways; beam search's continuation is
+# more probable as a whole (−7.2 against −8.5: about 3.5 times as likely), and the sample is far less
+# probable than either. Section 8.3 looks at where greedy lost. First, the beams themselves.
+#
+# ## 8.2 Watching the beams
+#
+# Each step, every running beam proposes continuations. A candidate scores its beam's summed log-probability
+# plus the new token's log-probability; of all *k* × vocabulary candidates the best *k* become the new beams.
+# A candidate that ends — with the EOS token, or by reaching `max_tokens` — becomes a **finished
+# hypothesis** instead, scored Σ log p / length^lp (8.4). `tl.beam_search_steps` yields the state after
+# every step.
+
+# %%
+params = tl.SamplingParams(num_beams=3, max_tokens=8)
+steps = list(tl.beam_search_steps(lm, prompt_ids, params))
+for step in steps:
+    print(f"step {step.index + 1}")
+    for beam in step.running:  # empty at max_tokens: every candidate ends, no beam runs on
+        print(f"   running   {beam.score:8.3f}  {tok.decode(beam.token_ids)!r}")
+    for hyp in step.finished:
+        print(f"   finished  {hyp.score:8.3f}  {tok.decode(hyp.token_ids)!r}  (sum / length)")
+
+# %% [markdown]
+# Read it top down:
+# - After step 1 the three beams are ` Paris`, ` the` and ` London`: greedy decoding would have kept only
+#   the first.
+# - A beam can fall behind and come back: ` Paris. The` is second at step 3 and its continuation
+#   ` Paris. The capital of` is first at step 5, ahead of the greedy path ` Paris.\n\nThe`.
+# - At step 8 `max_tokens` is reached, every candidate ends, and the finished hypotheses are ranked by
+#   Σ log p / 8.
+#
+# The running scores are nothing but sums of the model's log-probabilities. Check one beam at every step
+# against a fresh, uncached forward pass:
+
+# %%
+for step in steps[:-1]:
+    beam = step.running[0]
+    by_hand = sum(token_logprobs(prompt_ids, beam.token_ids))
+    assert abs(by_hand - beam.score) < 1e-3, (by_hand, beam.score)
+print("every best beam's score = the sum of its tokens' log-probabilities")
+
+# %% [markdown]
+# ## 8.3 Beam search against greedy, token by token
+#
+# Where does greedy decoding lose? Compare the log-probability of each token on the two paths:
+
+# %%
+greedy_ids, beam_ids = outputs["greedy"], outputs["beam search (k=3)"]
+greedy_lp, beam_lp = token_logprobs(prompt_ids, greedy_ids), token_logprobs(prompt_ids, beam_ids)
+print(f"{'':>3} {'greedy':<18}{'log p':>7}   {'beam search':<18}{'log p':>7}")
+for i in range(len(greedy_ids)):
+    print(f"{i + 1:>3} {tok.token_text(greedy_ids[i])!r:<18}{greedy_lp[i]:>7.3f}   "
+          f"{tok.token_text(beam_ids[i])!r:<18}{beam_lp[i]:>7.3f}")
+print(f"{'sum':>3} {'':<18}{sum(greedy_lp):>7.3f}   {'':<18}{sum(beam_lp):>7.3f}")
+assert sum(beam_lp) > sum(greedy_lp)
+
+# %% [markdown]
+# Greedy takes `'\n'` at step 3 because it is the best token *there* (−1.01 against −2.44 for ` The`). But
+# after a blank line the model has to guess what comes next (`The` −1.94, ` answer` −3.21), while after
+# ` The` the sentence almost writes itself (` capital` −0.86, ` of` −0.24). Beam search kept ` The` alive
+# long enough to find that out. It is still a search among *k* paths, not over all sequences: a wider beam
+# can find better ones (exercise 1), and a narrow one can miss the greedy answer (exercise 2).
+#
+# ## 8.4 Finished hypotheses and the length penalty
+#
+# Log-probabilities are negative, so every extra token lowers a sum: comparing plain sums, beam search
+# prefers short answers. The length penalty divides by a power of the length (EOS included), as
+# transformers does:
+#
+# score = Σ log p / length^lp
+#
+# - lp = 0: the plain sum; short sequences win.
+# - lp = 1 (transformers' default): the average log-probability per token.
+# - lp > 1: long sequences are favoured. (lp < 0 would favour short ones even more.)
+#
+# A chat question, where `<|im_end|>` can end the answer at any step, with three values of lp:
+
+# %%
+chat_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}]))
+finished = {}  # each finished hypothesis (as a tuple of ids) → its sum of log-probabilities
+for lp in (0.0, 1.0, 2.0):
+    last = list(tl.beam_search_steps(lm, chat_ids, tl.SamplingParams(num_beams=3, length_penalty=lp,
+                                                                      max_tokens=16)))[-1]
+    print(f"length_penalty = {lp}")
+    for hyp in last.finished:
+        total = sum(token_logprobs(chat_ids, hyp.token_ids))
+        length = len(hyp.token_ids)
+        assert abs(total / length ** lp - hyp.score) < 1e-3  # the score is the formula above
+        finished[tuple(hyp.token_ids)] = total
+        print(f"   score {hyp.score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   "
+              f"{tok.decode(hyp.token_ids, skip_special_tokens=True)!r}")
+
+# %% [markdown]
+# The winner changes: with lp = 0 and 1 it is the eight-token `The capital of France is Paris.`; with lp = 2
+# it is a fifteen-token sentence whose sum is three times lower. Score every finished hypothesis we met under
+# each length penalty, and the ranking flips:
+
+# %%
+lps = (0.0, 0.6, 1.0, 1.5, 2.0)
+print(f"{'length':>6} {'sum':>8}  " + "".join(f"{'lp=' + str(lp):>9}" for lp in lps) + "  text")
+for ids, total in sorted(finished.items(), key=lambda item: len(item[0])):
+    scores = "".join(f"{total / len(ids) ** lp:>9.3f}" for lp in lps)
+    print(f"{len(ids):>6} {total:>8.3f}  {scores}  {tok.decode(list(ids), skip_special_tokens=True)[:40]!r}")
+winners = [tok.decode(list(max(finished, key=lambda ids: finished[ids] / len(ids) ** lp)),
+                      skip_special_tokens=True) for lp in lps]
+for lp, text in zip(lps, winners, strict=True):
+    print(f"best at lp = {lp}: {text!r}")
+
+# %% [markdown]
+# The lecture's tip for translation — `length_penalty` between 0.6 and 1.0 — sits between "shortest wins"
+# and "longest wins": tune it until sentence lengths look right, on your own data.
+#
+# ## 8.5 In practice
+#
+# `lm.generate` with `num_beams` > 1 runs this search and returns the best finished hypothesis: the
+# beam-search answer of section 8.1 is the top finished hypothesis of 8.2. It is transformers'
+# `generate(num_beams=k, do_sample=False, length_penalty=lp)` written out step by step; teachllm's test
+# `test_beam_search_equals_transformers` checks that the two return the same tokens.
+
+# %%
+assert outputs["beam search (k=3)"] == steps[-1].finished[0].token_ids  # 8.1's generate = 8.2's best hypothesis
+print(repr(tok.decode(outputs["beam search (k=3)"])))
+
+# %% [markdown]
+# Beam search is deterministic, so sampling parameters make no sense with it, and teachllm refuses them:
+
+# %%
+try:
+    tl.SamplingParams(num_beams=3, top_p=0.9)
+except ValueError as error:
+    print(error)
+
+# %% [markdown]
+# What it costs and when to use it:
+# - *k* beams = a decode batch of *k* rows every step, and *k* copies of the KV cache (reordered when
+#   beams swap parents).
+# - The answer is known only at the end, so beam search cannot stream.
+# - Higher probability is not the same as better text: for open-ended writing, the most probable text is
+#   often bland or repetitive (exercise 2). Chat models therefore sample; beam search is used where there is
+#   one right answer, such as translation or speech recognition.
+#
+# ## Summary
+# - A sequence's log-probability is the sum of its tokens' log-probabilities; greedy maximises each term,
+#   beam search keeps the *k* best sums.
+# - On "The capital of France is", beam search (k = 3) found a continuation with total log p −7.2 where
+#   greedy's had −8.5. Beam search is a heuristic, though: it can also prune the greedy path and end up
+#   worse.
+# - Finished hypotheses are ranked by Σ log p / length^lp: lp = 0 favours short answers, larger lp longer
+#   ones, and the winner can change.
+# - teachllm's beam search is transformers' `num_beams`, checked token for token by the tests.
+#
+# ## Exercises
+# 1. Run beam search with *k* = 1, 2, 3 and 5 on "The capital of France is". Is *k* = 1 the same as greedy
+#    decoding? Does the total log-probability grow with *k*?
+# 2. Is beam search always at least as good as greedy decoding? Ask for a one-line poem about the sea, once
+#    greedy and once with beam search (*k* = 4, 30 tokens), and compare the average log-probability per
+#    token (what lp = 1 ranks by). Which would you rather read?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: k = 1 keeps only the best candidate each step, which is greedy decoding. Wider beams look at
+# more paths and here find ever more probable continuations (this is usual, but not guaranteed).
+one_beam = list(tl.beam_search_steps(lm, prompt_ids, tl.SamplingParams(num_beams=1, max_tokens=8)))[-1]
+assert one_beam.finished[0].token_ids == greedy_ids
+print(f"k = 1 (= greedy)  total log p = {sum(greedy_lp):8.3f}   {tok.decode(greedy_ids)!r}")
+by_width = {3: outputs["beam search (k=3)"]}  # k = 3 ran in section 8.1
+for k in (2, 5):
+    by_width[k] = lm.generate(prompt_ids, tl.SamplingParams(num_beams=k, max_tokens=8)).token_ids
+for k, ids in sorted(by_width.items()):
+    print(f"k = {k}             total log p = {sum(token_logprobs(prompt_ids, ids)):8.3f}   {tok.decode(ids)!r}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: no. Here greedy's answer has the better average log-probability, but beam search dropped
+# the greedy path at step 7, when four other beams had higher sums, and never saw it again. Beam search
+# prunes: it is a heuristic, not an exact search. And both texts repeat themselves (chapter 7).
+poem_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Write a one-line poem about the sea."}]))
+greedy_poem = lm.generate(poem_ids, tl.SamplingParams(temperature=0, max_tokens=30)).token_ids
+beam_steps = list(tl.beam_search_steps(lm, poem_ids, tl.SamplingParams(num_beams=4, max_tokens=30)))
+beam_poem = beam_steps[-1].finished[0].token_ids
+for name, ids in (("greedy", greedy_poem), ("beam k=4", beam_poem)):
+    lps = token_logprobs(poem_ids, ids)
+    print(f"{name:<9} {len(ids)} tokens, average log p = {sum(lps) / len(ids):.3f}\n   {tok.decode(ids)!r}")
+dropped = next(s.index + 1 for s in beam_steps if greedy_poem[: s.index + 1] not in [b.token_ids for b in s.running])
+print(f"the greedy path left the beams at step {dropped}: {tok.decode(greedy_poem[:dropped])!r}")
