@@ -33,7 +33,9 @@ def notebook_from_source(src: Path) -> nbformat.NotebookNode:
 
 def build(src: Path) -> float:
     nb = notebook_from_source(src)
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False,
+    # Widget state is not stored: a live widget needs a running kernel anyway, and plotly's FigureWidget
+    # state carries its whole JavaScript bundle (megabytes per notebook).
+    client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, store_widget_state=False,
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
     start = time.perf_counter()
     client.execute()

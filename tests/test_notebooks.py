@@ -31,3 +31,12 @@ def test_notebook_was_committed_executed(src):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in code), "some cells were never run"
     assert not any(o.output_type == "error" for c in code for o in c.outputs), "a cell raised an error"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+def test_notebook_stays_small(src):
+    """No widget state or embedded plotly.js: either would put megabytes of JavaScript into the repo."""
+    path = NOTEBOOKS / f"{src.stem}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert "widgets" not in nb.metadata, "widget state was stored: build with scripts/build_notebooks.py"
+    assert path.stat().st_size < 1_000_000, f"{path.name} is {path.stat().st_size / 1e6:.1f} MB"
