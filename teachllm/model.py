@@ -41,6 +41,7 @@ class LayerTrace:
     v: torch.Tensor  # [B, n_kv, S, d]         values of the new tokens
     scores: torch.Tensor  # [B, n_h, S, T]     q·kᵀ/√d, -inf where the mask forbids
     probs: torch.Tensor  # [B, n_h, S, T]      softmax of the scores: the attention pattern
+    z: torch.Tensor  # [B, n_h, S, d]          each head's output, probs · v, before the o projection
     attn_out: torch.Tensor  # [B, S, h]        attention output after the o projection
     resid_mid: torch.Tensor  # [B, S, h]       resid_in + attn_out
     mlp_out: torch.Tensor  # [B, S, h]         SwiGLU MLP output
@@ -163,7 +164,7 @@ class Attention(nn.Module):
                                                  enable_gqa=self.n_heads != self.n_kv_heads)
         else:
             out, scores, probs = attention_by_hand(q, k_all, v_all, mask, self.scale)
-            record.update(q=q, k=k, v=v, scores=scores, probs=probs)
+            record.update(q=q, k=k, v=v, scores=scores, probs=probs, z=out)
         out = out.transpose(1, 2).reshape(B, S, self.n_heads * self.head_dim)  # [B, S, n_h·d]
         return self.o_proj(out)  # [B, S, h]
 

@@ -91,6 +91,7 @@ def test_captures_agree_with_the_cache_and_the_fast_path(lm, long_prompt):
     g = lm.config.n_groups
     v_per_head = layer.v.repeat_interleave(g, dim=1)  # [1, n_h, S, d]
     heads = layer.probs @ v_per_head  # [1, n_h, S, d]
+    assert (heads - layer.z).abs().max() <= 1e-5  # z is each head's output before o_proj
     o_proj = lm.model.layers[7].self_attn.o_proj
     by_hand = o_proj(heads.transpose(1, 2).reshape(1, 20, -1))
     assert (by_hand - layer.attn_out).abs().max() <= 1e-4

@@ -9,7 +9,7 @@ The engine never imports this package; this package only reads the engine's data
 """
 
 from . import data, figures, widgets
-from .data import PRESETS, capture_attention, distribution, next_token_logits
+from .data import PRESETS, capture_attention, distribution, labeller, next_token_logits
 from .figures import (
     attention_figure,
     cache_growth_figure,
@@ -23,6 +23,6 @@ from .widgets import AttentionExplorer, CacheGrowthView, DistributionExplorer, P
 __all__ = [
     "PRESETS", "AttentionExplorer", "CacheGrowthView", "DistributionExplorer", "PhaseTimeline", "RooflineView",
     "StepThrough", "attention_figure", "cache_growth_figure", "capture_attention", "data", "distribution",
-    "distribution_figure", "figures", "next_token_logits", "roofline_figure", "step_figure", "timeline_figure",
-    "widgets",
+    "distribution_figure", "figures", "labeller", "next_token_logits", "roofline_figure", "step_figure",
+    "timeline_figure", "widgets",
 ]

@@ -49,6 +49,19 @@ def token_label(text: str) -> str:
     return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") or "∅"
 
 
+def labeller(tokenizer):
+    """A function ids → readable labels (token_label of each token's text), remembering what it has seen."""
+    seen: dict[int, str] = {}
+
+    def labels_of(ids):
+        for i in ids:
+            if i not in seen:
+                seen[i] = token_label(tokenizer.token_text(i))
+        return [seen[i] for i in ids]
+
+    return labels_of
+
+
 def entropy_bits(logits: torch.Tensor) -> float:
     """Entropy of softmax(logits) in bits: −Σ p·log₂ p (tokens at −inf contribute 0)."""
     p = logits.float().softmax(dim=-1)  # [V]
@@ -148,7 +161,8 @@ class AttentionCapture:
 
 
 def capture_attention(lm, prompt_ids: list[int], n_decode: int = 4, labels_of=None) -> AttentionCapture:
-    """Prefill `prompt_ids` and greedily decode `n_decode` tokens, with a `Trace` on every call."""
+    """Prefill `prompt_ids` and greedily decode `n_decode` tokens, with a `Trace` on every call.
+    Labels are the tokens' text (from the model's tokenizer) unless `labels_of` says otherwise."""
     S, N = len(prompt_ids), len(prompt_ids) + n_decode
     cache = lm.new_cache(max_len=N)
     traces = [Trace()]
@@ -171,6 +185,8 @@ def capture_attention(lm, prompt_ids: list[int], n_decode: int = 4, labels_of=No
             grid[:, row:row + s, :T] = p.masked_fill(~allowed, float("nan"))
             row += s
         probs.append(grid)
+    if labels_of is None and lm._tokenizer is not None:
+        labels_of = labeller(lm.tokenizer)
     labels = labels_of(ids) if labels_of else [str(i) for i in ids]
     return AttentionCapture(ids, labels, S, lm.config.n_groups, probs)
 

@@ -183,24 +183,24 @@ def cache_growth_figure(points: list[CachePoint], paged: list[CachePoint] | None
 
 
 # ---- 4. step-through ------------------------------------------------------------------------------
-def step_spec(r: StepRecord) -> tuple[list[dict], dict]:
+def step_spec(r: StepRecord, show_time: bool = False) -> tuple[list[dict], dict]:
     n = len(r.candidates)
     labels = [f"{label} (id {i})" for i, label, _ in r.candidates]
     colors = [COLORS["chosen"] if i == r.token else COLORS["kept"] for i, *_ in r.candidates]
     probs = _r([p for *_, p in r.candidates])
     traces = [dict(type="bar", orientation="h", name="candidates", y=list(range(n)), x=probs,
                    marker=dict(color=colors), hovertemplate="%{x:.4f}<extra></extra>")]
-    title = (f"step {r.index} · {r.phase} · chose {r.label!r} · {r.seconds * 1e3:.1f} ms · "
-             f"KV cache {r.cache_length} tokens")
+    took = f" · {r.seconds * 1e3:.1f} ms" if show_time else ""  # off by default: the same on every machine
+    title = f"step {r.index} · {r.phase} · chose {r.label!r}{took} · KV cache {r.cache_length} tokens"
     layout = dict(title=dict(text=title, font=dict(size=13)), height=300, margin=dict(t=50, l=160),
                   xaxis=dict(title=dict(text="probability after processing"), range=[0, 1]),
                   yaxis=dict(tickvals=list(range(n)), ticktext=labels, range=[n - 0.5, -0.5]))
     return traces, layout
 
 
-def step_figure(r: StepRecord) -> go.Figure:
-    """The top candidates of one step, the chosen token in red."""
-    return figure(step_spec(r))
+def step_figure(r: StepRecord, show_time: bool = False) -> go.Figure:
+    """The top candidates of one step, the chosen token in red (with the step's time if `show_time`)."""
+    return figure(step_spec(r, show_time))
 
 
 # ---- 5. cost --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from .. import cost
 from ..generate import generation_steps
 from ..sampling import SamplingParams
 from . import data, figures
+from .data import labeller
 
 
 def refresh(fig: go.FigureWidget, spec: tuple[list[dict], dict]) -> None:
@@ -37,19 +38,6 @@ def refresh(fig: go.FigureWidget, spec: tuple[list[dict], dict]) -> None:
             for trace, new in zip(fig.data, traces, strict=True):
                 trace.update({k: v for k, v in new.items() if k != "type"})
         fig.layout.update(layout)
-
-
-def labeller(tokenizer):
-    """A function ids → readable labels (token_label of each token's text), remembering what it has seen."""
-    seen: dict[int, str] = {}
-
-    def labels_of(ids):
-        for i in ids:
-            if i not in seen:
-                seen[i] = data.token_label(tokenizer.token_text(i))
-        return [seen[i] for i in ids]
-
-    return labels_of
 
 
 def _slider(kind, value, low, high, step, description):
@@ -167,16 +155,19 @@ class AttentionExplorer(widgets.VBox):
     """Prefill `prompt` and decode `n_decode` greedy tokens with a Trace; choose a layer and a query head
     to see it beside the heads that share its KV head."""
 
-    def __init__(self, lm, prompt: str, n_decode: int = 4):
-        self.capture = data.capture_attention(lm, lm.tokenizer.encode(prompt), n_decode, labeller(lm.tokenizer))
+    def __init__(self, lm, prompt: str, n_decode: int = 4, layer: int = 0, head: int = 0,
+                 capture: data.AttentionCapture | None = None):
+        """`capture` (from `capture_attention`) reuses a run made earlier, e.g. for a static figure."""
+        self.capture = capture or data.capture_attention(lm, lm.tokenizer.encode(prompt), n_decode,
+                                                         labeller(lm.tokenizer))
         c, g = lm.config, lm.config.n_groups
-        self.layer = widgets.Dropdown(options=[(f"layer {i}", i) for i in range(c.n_layers)], value=0,
+        self.layer = widgets.Dropdown(options=[(f"layer {i}", i) for i in range(c.n_layers)], value=layer,
                                       description="layer")
         self.layer.add_class("teachllm-layer")
         self.head = widgets.Dropdown(options=[(f"KV head {h // g} · query head {h}", h) for h in range(c.n_heads)],
-                                     value=0, description="head", style={"description_width": "50px"})
+                                     value=head, description="head", style={"description_width": "50px"})
         self.head.add_class("teachllm-head")
-        self.figure = go.FigureWidget(figures.attention_figure(self.capture, 0, 0))
+        self.figure = go.FigureWidget(figures.attention_figure(self.capture, layer, head))
         self.layer.observe(lambda _: self.redraw(), names="value")
         self.head.observe(lambda _: self.redraw(), names="value")
         super().__init__([widgets.HBox([self.layer, self.head]), self.figure])
@@ -265,7 +256,7 @@ class StepThrough(widgets.VBox):
         self.loop = _Loop(lm, prompt, params)
         self.loop.advance()  # prefill
         self.text, self.table = widgets.HTML(), widgets.HTML()
-        self.figure = go.FigureWidget(figures.step_figure(self.loop.records[-1]))
+        self.figure = go.FigureWidget(figures.step_figure(self.loop.records[-1], show_time=True))
         super().__init__([_controls(self), self.text, widgets.HBox([self.table, self.figure])])
         self.show()
 
@@ -291,7 +282,7 @@ class StepThrough(widgets.VBox):
                        f"<td>{x.seconds * 1e3:.1f}</td><td>{x.cache_length}</td></tr>" for x in records[-12:])
         self.table.value = ("<table><tr><th>step</th><th>phase</th><th>token</th><th>ms</th><th>cache</th></tr>"
                             f"{rows}</table>")
-        refresh(self.figure, figures.step_spec(r))
+        refresh(self.figure, figures.step_spec(r, show_time=True))
 
 
 # ---- 5. cost ---------------------------------------------------------------------------------------
