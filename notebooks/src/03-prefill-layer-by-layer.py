@@ -1,0 +1,431 @@
+# %% [markdown]
+# # Chapter 3 · Prefill, layer by layer
+#
+# **What you will see.** The prefill pass of chapter 1, opened up. A twelve-token prompt goes through the
+# embedding, all 30 decoder layers, the final norm and the LM head, and we stop after every stage to look at
+# the tensors. Inside one layer we look at the queries, keys and values, the attention scores, the causal
+# mask, the attention pattern and the MLP, and we recompute one attention head by hand.
+#
+# **What you will learn.**
+# - One forward pass outputs **logits**, one score per vocabulary entry, not a token. A **decoding strategy**
+#   (greedy, sampling, beam search) turns the logits into a token.
+# - The shape of everything prefill computes: the **residual stream** is `[batch, tokens, 576]` from the
+#   embedding to the final norm; only the LM head widens it to the 49,152-entry vocabulary.
+# - How one attention layer works: Q, K and V, scores q·kᵀ/√d, the **causal mask**, softmax, ·V, and
+#   **grouped-query attention** (9 query heads share 3 key/value heads).
+# - Why prefill keeps only the **last row** of the logits, and how much work that saves.
+
+# %%
+import inspect
+import math
+
+import plotly.io as pio
+import torch
+
+import teachllm as tl
+from teachllm.model import Transformer, attention_by_hand
+from teachllm.viz import AttentionExplorer, attention_figure, capture_attention
+from teachllm.viz.widgets import labeller
+
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab itself, nothing from a CDN
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+cfg = lm.config
+print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h = {cfg.n_heads}, "
+      f"KV heads n_kv = {cfg.n_kv_heads}, head dim d = {cfg.head_dim}, MLP width f = {cfg.intermediate_size}, "
+      f"vocabulary V = {cfg.vocab_size:,}")
+
+# %% [markdown]
+# ## 3.1 One inference gives logits, not a token
+#
+# The lecture's first point: a call of the model returns **logits**, an unnormalised score for every
+# token of the vocabulary. Which token comes next is decided afterwards, by a decoding strategy. In the
+# Llama source the lecture walks through, the three steps are:
+#
+# | step | Llama (transformers) | teachllm |
+# | --- | --- | --- |
+# | 1. run the decoder layers | `LlamaModel` returns the last `DecoderLayer`'s output | `lm.model.layers`, then `lm.model.norm` |
+# | 2. project to the vocabulary | `lm_head` gives the logits | `lm.model.lm_head` (inside `lm.prefill`) |
+# | 3. decode the logits into a token | greedy, sampling or beam search | `tl.sampling` (chapters 6–8) |
+#
+# Our prompt repeats a pattern, so the model has an easy guess for the next token:
+
+# %%
+prompt = "The capital of France is Paris. The capital of Italy is"
+ids = tok.encode(prompt)
+S = len(ids)
+print(f"{S} tokens:", tok.pieces(ids))
+
+cache = lm.new_cache(max_len=S)
+logits = lm.prefill(ids, cache)  # [1, V]: one row of scores, for the token after the last one
+print("logits:", tuple(logits.shape), "= [batch, vocabulary]")
+probs = torch.softmax(logits[0], dim=-1)  # [V]
+top = torch.topk(probs, 5)
+for p, i in zip(top.values, top.indices, strict=True):
+    print(f"  {tok.token_text(int(i))!r:<12} logit {float(logits[0, i]):6.2f}   p = {float(p):.3f}")
+
+# %% [markdown]
+# Nothing in these logits says "the answer is ` Rome`". Two decoding strategies applied to the **same**
+# logits: greedy takes the highest score every time; sampling draws from the probabilities, so it mostly
+# says ` Rome` but not always. (The draws use a seeded generator, so they are the same on every run.)
+
+# %%
+greedy = tl.SamplingParams(temperature=0)
+sampling = tl.SamplingParams(temperature=1.0)
+generator = torch.Generator().manual_seed(0)
+greedy_token = int(tl.sampling.sample(logits, greedy)[0])
+draws = [int(tl.sampling.sample(logits, sampling, generator)[0]) for _ in range(10)]
+print("greedy     :", repr(tok.token_text(greedy_token)))
+print("10 samples :", [tok.token_text(t) for t in draws])
+
+# %% [markdown]
+# ## 3.2 The whole pass, stage by stage
+#
+# `lm.step_through(ids)` runs the same forward pass as prefill, but stops after every stage and hands us
+# its output: the token embeddings, the output of each of the 30 decoder layers, the final RMSNorm and the
+# logits. The seed draws this as
+#
+# token ids → embedding → layer 1 → layer 2 → … → layer N → LM head → logits `[seq_len, vocab_size]`
+#
+# All prompt tokens go through each stage together, as one matrix: this is what "prefill processes the
+# prompt in parallel" means. Next to each shape we print the size (root mean square) of the first and the
+# last token's vector.
+
+# %%
+stages = list(lm.step_through(ids))
+print(f"{'stage':<11}{'shape':<18}{'RMS first token':>16}{'RMS last token':>16}")
+for stage in stages:
+    rms = stage.output[0].pow(2).mean(-1).sqrt()  # [S]: size of each token's vector
+    print(f"{stage.name:<11}{str(tuple(stage.output.shape)):<18}{float(rms[0]):>16.1f}{float(rms[-1]):>16.1f}")
+
+full_logits = lm.forward(ids)  # [1, S, V]: the same pass in one call
+assert torch.equal(stages[-1].output, full_logits)
+assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # the embedding is a table lookup
+
+# %% [markdown]
+# What to read from this:
+# - The **residual stream** keeps one shape, `[1, 12, 576]`, from the embedding to the final norm. Each
+#   layer reads it and *adds* its result to it; nothing is replaced. Only the LM head changes the width,
+#   from h = 576 to V = 49,152.
+# - The vectors grow as layers add to them. The first token's vector jumps to an RMS near 950 in layer 11
+#   and stays huge until the last layers. Large models show this too ("massive activations" on the first
+#   token); in 3.6 we meet attention heads that look at the first token and little else.
+# - The final RMSNorm scales every token's vector back to a similar size before the LM head reads it.
+#
+# The seed's diagram has a "position encoding" box right after the embedding. Llama-family models add no
+# position vector there: a token has the same embedding wherever it stands. Positions enter inside every
+# attention layer, where **RoPE** rotates the queries and keys by an angle that depends on the position.
+# ` capital` is token 1 and token 8 of our prompt:
+
+# %%
+print(tok.pieces([ids[1], ids[8]]), "same id:", ids[1] == ids[8])
+print("same embedding vector:", torch.equal(stages[0].output[0, 1], stages[0].output[0, 8]))
+print("same vector after layer 0:", torch.equal(stages[1].output[0, 1], stages[1].output[0, 8]))
+
+# %% [markdown]
+# ## 3.3 Inside one layer
+#
+# A decoder layer does two things, each added to the residual stream:
+#
+# ```
+# resid_mid = resid_in  + attention(RMSNorm(resid_in))
+# resid_out = resid_mid + MLP(RMSNorm(resid_mid))
+# ```
+#
+# A `tl.Trace` passed to a forward call records, for every layer, the tensors it computed. Nothing is
+# recorded unless we ask, so the normal path stays fast. We trace the prefill and look at layer 1.
+
+# %%
+trace = tl.Trace()
+lm.prefill(ids, lm.new_cache(max_len=S), trace=trace)
+layer = 1
+t = trace.layers[layer]
+meaning = {
+    "resid_in": "residual stream entering the layer  [B, S, h]",
+    "q": "queries of each token, after RoPE     [B, n_h, S, d]",
+    "k": "keys, after RoPE (what the cache keeps) [B, n_kv, S, d]",
+    "v": "values (what the cache keeps)         [B, n_kv, S, d]",
+    "scores": "q·kᵀ/√d, −inf where the mask forbids  [B, n_h, S, S]",
+    "probs": "softmax of the scores: the pattern   [B, n_h, S, S]",
+    "attn_out": "attention output after o_proj       [B, S, h]",
+    "resid_mid": "resid_in + attn_out                  [B, S, h]",
+    "mlp_out": "SwiGLU MLP output                    [B, S, h]",
+    "resid_out": "resid_mid + mlp_out                  [B, S, h]",
+}
+for name, text in meaning.items():
+    print(f"{name:<10}{str(tuple(getattr(t, name).shape)):<17}{text}")
+
+# %% [markdown]
+# Grouped-query attention shows in the shapes: there are **9** query heads but only **3** key and value
+# heads. Each KV head serves a group of g = 9 / 3 = 3 query heads: query heads 0–2 read KV head 0, heads
+# 3–5 read KV head 1, heads 6–8 read KV head 2. The weight matrices say the same:
+
+# %%
+attn = lm.model.layers[layer].self_attn
+for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+    print(f"{name}: weight {tuple(getattr(attn, name).weight.shape)}  [out, in]")
+print(f"query heads per KV head: g = {cfg.n_groups}")
+
+# %% [markdown]
+# The two residual additions, checked on the captures, and the hand-over from one layer to the next:
+
+# %%
+assert torch.allclose(t.resid_mid, t.resid_in + t.attn_out)
+assert torch.allclose(t.resid_out, t.resid_mid + t.mlp_out)
+assert torch.equal(trace.layers[layer + 1].resid_in, t.resid_out)  # layer 2 reads what layer 1 wrote
+print("resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output")
+
+# %% [markdown]
+# **The causal mask.** Token *i* may attend to tokens 0 … *i* and never to a later one: during training
+# the model learned to predict each next token without seeing it. The trace keeps the mask that was used
+# (`True` = may attend, shown as 1):
+
+# %%
+labels = [tok.token_text(i) for i in ids]
+names = [f"{label!r:.10}" for label in labels]  # at most 10 characters, for the tables below
+mask = trace.mask[0, 0]  # [S, S]
+print(" " * 13 + "".join(f"{j:>3}" for j in range(S)) + "   ← key position")
+for i in range(S):
+    print(f"{i:>2} {names[i]:<10}" + "".join(f"{int(m):>3}" for m in mask[i]))
+
+# %% [markdown]
+# **Scores and probabilities.** Head 2 of layer 1 is a good one to watch. Its scores are q·kᵀ/√d, with −inf
+# written wherever the mask says 0 (the first rows):
+
+# %%
+head = 2
+scores = t.scores[0, head]  # [S, S]
+for i in range(4):
+    print(f"{names[i]:<10}" + "".join(f"{float(x):>7.2f}" for x in scores[i, :6]) + "  …")
+
+# %% [markdown]
+# Softmax turns each row into probabilities that sum to 1; the −inf entries become exactly 0. This is the
+# **attention pattern**: row *i* says how much token *i* takes from each earlier token's value.
+
+# %%
+pattern = t.probs[0, head]  # [S, S]
+print(" " * 10 + "".join(f"{label[:5]:>6}" for label in labels))
+for i in range(S):
+    print(f"{names[i]:<10}" + "".join(f"{float(x):>6.2f}" if mask[i, j] else "     ·"
+                                        for j, x in enumerate(pattern[i])))
+assert torch.allclose(pattern.sum(-1), torch.ones(S, device=lm.device))
+prev = torch.stack([pattern[i, i - 1] for i in range(1, S)])
+print(f"mean attention on the previous token: {float(prev.mean()):.3f}")
+
+# %% [markdown]
+# In all rows but one (the `.`, which looks at itself) the largest weight sits one place left of the
+# diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token *i* − 1 into
+# token *i*'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
+#
+# ## 3.4 One head by hand
+#
+# The trace gives us the queries, keys and values of every token (after RoPE). From them, one head's
+# attention is four lines. Head 2 reads KV head 2 // 3 = 0.
+
+# %%
+d = cfg.head_dim
+kv_head = head // cfg.n_groups
+q_h = t.q[0, head]  # [S, d]
+k_h = t.k[0, kv_head]  # [S, d]
+v_h = t.v[0, kv_head]  # [S, d]
+
+my_scores = q_h @ k_h.T / math.sqrt(d)  # [S, S]: every query against every key
+causal = torch.tril(torch.ones(S, S, dtype=torch.bool, device=lm.device))  # [S, S]: key j ≤ query i
+my_scores = my_scores.masked_fill(~causal, float("-inf"))
+my_probs = torch.softmax(my_scores, dim=-1)  # [S, S]
+my_out = my_probs @ v_h  # [S, d]: this head's output for every token
+
+torch.testing.assert_close(my_scores, t.scores[0, head])
+torch.testing.assert_close(my_probs, t.probs[0, head])
+print("scores and probabilities by hand = the trace's")
+
+# %% [markdown]
+# The trace keeps the layer's output after the output projection `o_proj`, which mixes all 9 heads. So we
+# check our head against teachllm's `attention_by_hand` (the plain attention the engine runs whenever a
+# trace is asked for), and then check that o_proj over all the heads gives the trace's `attn_out`:
+
+# %%
+heads_out, _, _ = attention_by_hand(t.q, t.k, t.v, trace.mask, scale=d ** -0.5)  # [1, n_h, S, d]
+torch.testing.assert_close(my_out, heads_out[0, head])
+print("head 2's output by hand = attention_by_hand's:", tuple(my_out.shape))
+
+with torch.no_grad():
+    concat = heads_out.transpose(1, 2).reshape(1, S, cfg.n_heads * d)  # [1, S, n_h·d]: the heads side by side
+    torch.testing.assert_close(attn.o_proj(concat), t.attn_out)
+print("o_proj(all 9 heads) = the trace's attn_out:", tuple(t.attn_out.shape))
+
+# %% [markdown]
+# ## 3.5 Only the last row of the logits is needed
+#
+# `lm.forward` projects **every** position through the LM head and returns `[1, S, V]`. Row *i* holds the
+# model's prediction for token *i* + 1. During prefill an engine needs only the prediction after the
+# **last** prompt token, so `lm.prefill` returns that row alone. The two agree:
+
+# %%
+print("lm.forward:", tuple(full_logits.shape), "  lm.prefill:", tuple(logits.shape))
+assert (full_logits[0, -1] - logits[0]).abs().max() < 1e-4
+assert full_logits[0, -1].argmax() == logits[0].argmax()
+print("last row of forward = prefill's logits (within 1e-4)")
+
+# %% [markdown]
+# The other rows are the predictions for tokens we already have. They are what training uses (every
+# position is a training example), but generation has no use for them:
+
+# %%
+print(f"{'pos':>3}  {'token':<11}{'model predicts next':<21}{'actual next'}")
+for i in range(S):
+    guess = tok.token_text(int(full_logits[0, i].argmax()))
+    actual = repr(tok.token_text(ids[i + 1])) if i + 1 < S else "(to generate)"
+    print(f"{i:>3}  {names[i]:<11}{guess!r:<21}{actual}")
+
+# %% [markdown]
+# After the first sentence, the model predicts the second one almost word for word: it has seen the
+# pattern once. How much work does skipping the other rows save? The LM head is a [576 × 49,152] matrix,
+# 2·h·V FLOPs per position it projects. `tl.cost` counts the matmul FLOPs of both calls:
+
+# %%
+for n_tokens in (S, 1000):
+    engine = tl.cost.prefill_flops(cfg, n_tokens)  # LM head on the last position only, as lm.prefill
+    every = tl.cost.prefill_flops(cfg, n_tokens, all_positions=True)  # on every position, as lm.forward
+    saved = every.total - engine.total
+    print(f"prompt of {n_tokens:>4} tokens: LM head {every.lm_head / 1e9:7.2f} → {engine.lm_head / 1e9:.3f} GFLOP; "
+          f"saves {saved / 1e9:7.2f} GFLOP = {saved / every.total:.0%} of forward's work")
+print(f"one position through the LM head: 2·h·V = {2 * cfg.hidden_size * cfg.vocab_size:,} FLOPs")
+
+# %% [markdown]
+# For this small model the vocabulary is large compared with the layers, so the LM head is a big share of
+# a full forward pass: projecting one row instead of all of them removes about a fifth of the work, at any
+# prompt length.
+#
+# ## 3.6 Seeing attention
+#
+# `capture_attention` runs a traced prefill and keeps every layer's attention probabilities;
+# `attention_figure` draws one query head beside the two heads that share its KV head. Rows are queries,
+# columns keys; the grey upper triangle is what the causal mask hides. First, the previous-token head of
+# 3.3 and its group:
+
+# %%
+capture = capture_attention(lm, ids, n_decode=0, labels_of=labeller(tok))
+attention_figure(capture, layer=1, head=2)
+
+# %% [markdown]
+# The three heads read the same keys and values but have their own queries, so their patterns differ:
+# head 2 looks at the previous token, heads 0 and 1 split their weight between the token itself and the
+# one before. Deeper in the model the patterns change. In layer 18, heads 7 and 8 send almost all their
+# attention to the **first token**, whatever the query (an "attention sink": a head with nothing useful to
+# read parks its weight there; the first token's huge vector in 3.2 goes with it). Head 6 does the same in
+# every row but the last: from the final ` is` it looks back at ` Paris`, the answer in the earlier
+# sentence with the same pattern.
+
+# %%
+attention_figure(capture, layer=18, head=8)
+
+# %%
+sink = capture.probs[18][7:9, 1:, 0]  # heads 7 and 8, every query after the first, key 0
+print(f"layer 18, heads 7–8: mean attention on the first token {float(sink.mean()):.3f}")
+print(f"layer 18, head 6: the last token ' is' → ' Paris' {float(capture.probs[18][6, S - 1, 5]):.3f}")
+
+# %% [markdown]
+# The explorer below shows the same data for any layer and head: choose them in the two menus. It opens on
+# the previous-token head. Look for heads that attend to themselves (the diagonal), to the first token,
+# or to the token after an earlier copy of the current one.
+
+# %%
+explorer = AttentionExplorer(lm, prompt, n_decode=0)
+explorer.layer.value, explorer.head.value = 1, 2
+explorer
+
+# %% [markdown]
+# ## 3.7 The seed's prefill sketch and teachllm's code
+#
+# The seed (generation-process §2.3) sketches prefill like this (comments translated):
+#
+# ```python
+# def prefill(model, input_ids, kv_cache):
+#     """input_ids: [batch_size, seq_len]"""
+#     batch_size, seq_len = input_ids.shape
+#     hidden_states = model.embed_tokens(input_ids)  # [batch, seq, hidden]
+#     for layer_idx, layer in enumerate(model.layers):  # every layer
+#         q = layer.q_proj(hidden_states)
+#         k = layer.k_proj(hidden_states)
+#         v = layer.v_proj(hidden_states)
+#         kv_cache.update(layer_idx, k, v)  # store in the KV cache
+#         # self-attention (all K and V, causal mask)
+#         # FFN
+#     logits = model.lm_head(hidden_states)
+#     return logits[:, -1, :]  # only the last position predicts the next token: [batch, vocab_size]
+# ```
+#
+# teachllm's real code has the same outline. `lm.prefill` checks its input and calls the model with
+# `last_only=True`:
+
+# %%
+print(inspect.getsource(tl.LanguageModel.prefill))
+
+# %% [markdown]
+# and the model's `forward` is the seed's loop over the layers:
+
+# %%
+print(inspect.getsource(Transformer.forward))
+
+# %% [markdown]
+# | seed sketch | teachllm | difference |
+# | --- | --- | --- |
+# | `model.embed_tokens(input_ids)` | `self.embed_tokens(ids)` | same |
+# | (positions not shown) | `self.prepare(ids, cache)`: positions, RoPE angles, the causal mask | Llama rotates q and k by position (RoPE) instead of adding a position vector |
+# | `layer.q_proj(hidden_states)` … | `layer(h, rope, mask, cache, trace)` | the layer first applies RMSNorm, then RoPE to q and k, and adds its outputs to the residual stream |
+# | `kv_cache.update(layer_idx, k, v)` | `cache.write(self.index, k, v)` inside the attention | the cache stores K after RoPE (chapter 4) |
+# | `model.lm_head(hidden_states)` then `[:, -1, :]` | `self.norm(h)`, `h[:, -1:]`, then `self.lm_head(h)` | a final RMSNorm; the last row is taken *before* the LM head, which saves the work of 3.5 |
+#
+# ## Summary
+# - A forward pass ends in logits `[batch, positions, V]`; a decoding strategy turns the last row into a
+#   token. The model itself never picks a token.
+# - Prefill sends all prompt tokens through every stage together. The residual stream keeps the shape
+#   `[B, S, h]` through all 30 layers; each layer adds an attention output and an MLP output to it.
+# - Attention in one head: scores = q·kᵀ/√d, −inf above the diagonal (causal mask), softmax, then ·V.
+#   Here 9 query heads share 3 KV heads (grouped-query attention), so K and V are 3 times smaller than Q.
+# - Only the last position's logits are needed to choose the next token; projecting just that row cuts the
+#   LM head's work by a factor of S.
+#
+# ## Exercises
+# 1. In which layer does ` Rome` become the model's answer? Apply the final norm and the LM head
+#    (`lm.model.norm`, `lm.model.lm_head`) to the last token's vector after every layer, and print the top
+#    token each time.
+# 2. Is head 2 of layer 1 a previous-token head only on sensible text? Measure its mean attention on the
+#    previous token for 24 random token ids (use a seeded `torch.Generator`).
+# 3. Replace ` Italy` by ` Spain` in the prompt. Which rows of the logits change, and why? (Chapter 4 builds
+#    on the answer.)
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: read the residual stream after each layer through the final norm and the LM head
+# (a "logit lens"). Until layer 26 the best guesses are punctuation and common words; ` Rome` gets some
+# probability in layer 27 and becomes the answer only in the very last layer.
+with torch.no_grad():
+    for stage in stages[1:-2]:  # the 30 layer outputs
+        guess = lm.model.lm_head(lm.model.norm(stage.output[:, -1]))  # [1, V]
+        p = torch.softmax(guess[0], dim=-1)
+        best = int(p.argmax())
+        print(f"{stage.name:<9} top token {tok.token_text(best)!r:<14} p = {float(p[best]):.3f}   "
+              f"p(' Rome') = {float(p[greedy_token]):.3f}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: yes. The head looks one step back on random tokens too: it goes by position, not meaning.
+random_ids = torch.randint(0, cfg.vocab_size, (24,), generator=torch.Generator().manual_seed(0)).tolist()
+random_trace = tl.Trace()
+lm.prefill(random_ids, lm.new_cache(max_len=24), trace=random_trace)
+pattern = random_trace.layers[1].probs[0, 2]  # [24, 24]
+prev = torch.stack([pattern[i, i - 1] for i in range(1, 24)])
+print(f"random tokens: mean attention on the previous token {float(prev.mean()):.3f}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: only the rows from ` Spain` on. Row i depends on tokens 0 … i alone (the causal mask), so
+# the rows before the change are the same numbers; the last two rows see the new word and change.
+other_ids = tok.encode(prompt.replace("Italy", "Spain"))
+other_logits = lm.forward(other_ids)  # [1, S, V]
+changed = [i for i in range(S) if (other_logits[0, i] - full_logits[0, i]).abs().max() > 1e-4]
+print("tokens:", tok.pieces(other_ids))
+print("rows that changed:", changed)
+print("new prediction after ' is':", repr(tok.token_text(int(other_logits[0, -1].argmax()))))

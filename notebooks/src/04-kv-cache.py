@@ -1,0 +1,417 @@
+# %% [markdown]
+# # Chapter 4 · The KV cache
+#
+# **What you will see.** The lecture's derivation of the KV cache, redone with numbers. We append one token
+# to a prompt, recompute everything, and compare row by row: every row that existed before comes out the
+# same, and only the new token's row is new. That new row needs the new token's query and *every* token's
+# keys and values. So an engine keeps K and V — the **KV cache** — and never Q. Then we open teachllm's
+# cache, measure it against the formula, and check that generating with it gives the same logits as
+# recomputing everything.
+#
+# **What you will learn.**
+# - Which rows of QKᵀ, of the attention output and of the logits change when a token is appended, and why
+#   that makes caching possible at all (the causal mask).
+# - Why K and V are cached and Q is not.
+# - The cache size, 2 · L · n_kv · d · tokens · bytes per element: 46,080 bytes per token for this model,
+#   and what grouped-query attention saves. The same formula for Llama-2-7B.
+# - How a preallocated, contiguous cache is laid out, and how much of it is used.
+# - That cached decoding reproduces the uncached forward pass, and how much work it saves.
+
+# %%
+import dataclasses
+import inspect
+
+import plotly.io as pio
+import torch
+
+import teachllm as tl
+from teachllm.viz import CacheGrowthView, cache_growth_figure
+from teachllm.viz.data import cache_point
+
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab itself, nothing from a CDN
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+cfg = lm.config
+L = cfg.n_layers
+
+# %% [markdown]
+# ## 4.1 Append one token: what changes?
+#
+# The lecture asks: generating the second "next token" means running the model on *s* + 1 tokens after
+# running it on *s*. Is all of that work new? We run the uncached forward pass twice with a `tl.Trace`:
+# on the prompt (S = 12 tokens), and on the prompt plus the token the model chose (13 tokens).
+
+# %%
+prompt = "The capital of France is Paris. The capital of Italy is"
+ids = tok.encode(prompt)
+S = len(ids)
+short_trace, long_trace = tl.Trace(), tl.Trace()
+short_logits = lm.forward(ids, trace=short_trace)  # [1, S, V]
+next_id = int(short_logits[0, -1].argmax())
+longer = ids + [next_id]
+long_logits = lm.forward(longer, trace=long_trace)  # [1, S + 1, V]
+print(f"S = {S} tokens, then {S + 1}: the model appended {tok.token_text(next_id)!r}")
+
+# %% [markdown]
+# Now compare the two runs, capture by capture. For every tensor we ask: are rows 0 … 11 (the old tokens)
+# the same in both runs? For the attention scores and probabilities, a row is a query and a column a key;
+# the 13-token run also has a new **column** (key 12) in the old rows.
+
+# %%
+def same(a, b, atol=1e-4):
+    """Equal up to float32 rounding (relative 1e-5, absolute `atol`); −inf entries must match exactly."""
+    finite_a, finite_b = a.nan_to_num(0, 0, 0), b.nan_to_num(0, 0, 0)
+    return bool(torch.equal(a.isinf(), b.isinf()) and torch.allclose(finite_a, finite_b, rtol=1e-5, atol=atol))
+
+
+layer, head = 1, 2
+a, b = short_trace.layers[layer], long_trace.layers[layer]
+print(f"layer {layer}: {'capture':<10}{'shape with 12 → 13 tokens':<36}old rows the same?")
+for name in ("resid_in", "attn_out", "mlp_out", "resid_out"):  # [B, S, h]: rows on dim 1
+    x, y = getattr(a, name), getattr(b, name)
+    print(f"{'':>9}{name:<10}{str(tuple(x.shape)) + ' → ' + str(tuple(y.shape)):<36}{same(x, y[:, :S])}")
+for name in ("q", "k", "v"):  # [B, heads, S, d]: rows on dim 2
+    x, y = getattr(a, name), getattr(b, name)
+    print(f"{'':>9}{name:<10}{str(tuple(x.shape)) + ' → ' + str(tuple(y.shape)):<36}{same(x, y[:, :, :S])}")
+for name in ("scores", "probs"):  # [B, n_h, S, T]: old rows, old columns
+    x, y = getattr(a, name), getattr(b, name)
+    print(f"{'':>9}{name:<10}{str(tuple(x.shape)) + ' → ' + str(tuple(y.shape)):<36}{same(x, y[:, :, :S, :S])}")
+print(f"{'':>9}{'logits':<10}{str(tuple(short_logits.shape)) + ' → ' + str(tuple(long_logits.shape)):<36}"
+      f"{same(short_logits, long_logits[:, :S], atol=5e-4)}")
+print("new column (key 12) in the old rows: scores all -inf:", bool(b.scores[0, :, :S, S].isinf().all()),
+      "| probs all 0:", bool((b.probs[0, :, :S, S] == 0).all()))
+
+# %% [markdown]
+# Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the
+# two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
+#
+# The same picture as the lecture's lower-triangular QKᵀ, for head 2 of layer 1: `=` marks an entry that
+# is the same as in the 12-token run, `N` a new entry, `·` an entry the causal mask hides.
+
+# %%
+x, y = a.scores[0, head], b.scores[0, head]  # [12, 12], [13, 13]
+print("key →  " + "".join(f"{j:>3}" for j in range(S + 1)))
+for i in range(S + 1):
+    marks = []
+    for j in range(S + 1):
+        if y[i, j].isinf():
+            marks.append("·")
+        elif i < S and j < S and same(x[i, j], y[i, j]):
+            marks.append("=")
+        else:
+            marks.append("N")
+    print(f"query {i:>2} " + "".join(f"{m:>3}" for m in marks))
+
+# %% [markdown]
+# Only the last row is new. It is not a coincidence of one layer: the check below runs over all 30 layers
+# and every capture.
+
+# %%
+for x, y in zip(short_trace.layers, long_trace.layers, strict=True):
+    for name in ("resid_in", "attn_out", "mlp_out", "resid_out"):
+        assert same(getattr(x, name), getattr(y, name)[:, :S])
+    for name in ("q", "k", "v"):
+        assert same(getattr(x, name), getattr(y, name)[:, :, :S])
+    for name in ("scores", "probs"):
+        assert same(getattr(x, name), getattr(y, name)[:, :, :S, :S])
+print(f"all {L} layers: every value of the 12 old tokens is unchanged by the 13th")
+
+# %% [markdown]
+# Why: the causal mask. Token *i* reads only tokens 0 … *i*, in every layer, so nothing that comes after it
+# can change anything computed for it. That is the property that makes a cache correct: what was computed
+# for old tokens stays valid forever. (A model whose tokens could see the future, such as BERT, would have
+# to recompute everything.)
+#
+# **What the new row needs.** Follow the lecture's shapes. The logits for the next token come from the last
+# row only; in every layer that row is
+#
+# q_new `[1, d]` · [k_0 … k_new]ᵀ `[d, S+1]` → scores `[1, S+1]` → softmax → · [v_0 … v_new] `[S+1, d]` → `[1, d]`
+#
+# It needs the **new** token's query and the keys and values of **all** tokens. The old tokens' keys and
+# values are exactly those of the 12-token run (checked above), so the new row can be built from the
+# short run's K and V plus the new token's own k and v. We do it for head 2 of layer 1:
+
+# %%
+g = cfg.n_groups
+kv_head = head // g
+k_old, v_old = a.k[0, kv_head], a.v[0, kv_head]  # [S, d]: what a cache would hold after the 12-token run
+q_new = b.q[0, head, S:]  # [1, d]: the new token's query
+k_new, v_new = b.k[0, kv_head, S:], b.v[0, kv_head, S:]  # [1, d] each
+keys = torch.cat([k_old, k_new])  # [S + 1, d]
+values = torch.cat([v_old, v_new])  # [S + 1, d]
+row = torch.softmax(q_new @ keys.T / cfg.head_dim ** 0.5, dim=-1)  # [1, S + 1]: no mask, it may see all
+torch.testing.assert_close(row, b.probs[0, head, S:])
+print("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's")
+
+# %% [markdown]
+# So, as the lecture concludes:
+# - **Keep K and V** of every token, in every layer: each later token reads all of them.
+# - **Never keep Q**: an old token's query served only its own row, which is finished. The new row needs
+#   only the new token's query, which depends on the new token and is computed fresh.
+# - **Do not keep the attention or MLP outputs** either. The old tokens' outputs are unchanged, but nothing
+#   reads them again. The new token's attention output and MLP output depend on the new token, pass
+#   through the norms and the residual stream into the next layer, and are computed fresh.
+#
+# ## 4.2 teachllm's KV cache
+#
+# The seed's interview answer (prefill-vs-decode-qa §5.1) sketches a cache as one preallocated,
+# contiguous block (comments translated):
+#
+# ```python
+# class KVCache:
+#     def __init__(self, max_seq_len, batch_size):
+#         # preallocate one contiguous block of memory
+#         self.k_cache = torch.empty(...)
+#         self.v_cache = torch.empty(...)
+#
+#     def append_kv(self, new_k, new_v):
+#         # an efficient update strategy
+#         pass
+# ```
+#
+# teachllm's `KVCache` fills in the dots. It allocates K and V for all layers once, `[L, B, n_kv, max_len, d]`
+# each, and a write copies the new tokens' K and V into the next free slots:
+
+# %%
+print(inspect.getsource(tl.KVCache.__init__))
+print(inspect.getsource(tl.KVCache.write))
+
+# %% [markdown]
+# An empty cache for 32 tokens, then a prefill of our 12:
+
+# %%
+cache = lm.new_cache(max_len=32)
+print(cache)
+prefill_trace = tl.Trace()
+logits = lm.prefill(ids, cache, trace=prefill_trace)
+print(cache)
+print("cache.k:", tuple(cache.k.shape), "= [L, B, n_kv, max_len, d]")
+print("cache.keys(1):", tuple(cache.keys(1).shape), "= [B, n_kv, length, d]: the filled slots of layer 1")
+
+# %% [markdown]
+# What the cache holds is exactly the K (after RoPE) and V each layer computed during prefill, and the same
+# numbers the uncached 12-token run computed:
+
+# %%
+for i in range(L):
+    assert torch.equal(cache.keys(i), prefill_trace.layers[i].k)
+    assert torch.equal(cache.values(i), prefill_trace.layers[i].v)
+    assert same(cache.keys(i), short_trace.layers[i].k) and same(cache.values(i), short_trace.layers[i].v)
+print(f"all {L} layers: cache = prefill's K and V = the uncached run's K and V")
+
+# %% [markdown]
+# One decode step feeds the chosen token, writes its K and V into slot 12, and moves `length` on by one.
+# The numbers it writes are those of the 13-token uncached run (up to float32 rounding: one run multiplied
+# a single row, the other 13 rows at once, and the sums come out in a different order):
+
+# %%
+decode_trace = tl.Trace()
+lm.decode_step(next_id, cache, trace=decode_trace)
+print(cache)
+for i in range(L):
+    assert torch.equal(cache.k[i, :, :, S], decode_trace.layers[i].k[:, :, 0])
+    assert same(cache.keys(i), long_trace.layers[i].k) and same(cache.values(i), long_trace.layers[i].v)
+print("slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V")
+
+# %% [markdown]
+# ## 4.3 How big is the cache?
+#
+# Per token, every layer keeps one key and one value vector per KV head:
+#
+# bytes per token = 2 (K and V) · L · n_kv · d · bytes per element
+#
+# For SmolLM2-135M in float32 that is 2 · 30 · 3 · 64 · 4. The cache's own count and `tl.cost.kv_cache_bytes`
+# must agree with the formula, and with the tensors' real sizes:
+
+# %%
+per_token = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * cache.k.element_size()
+print(f"2 · {cfg.n_layers} · {cfg.n_kv_heads} · {cfg.head_dim} · {cache.k.element_size()} bytes = {per_token:,} "
+      "bytes per token")
+assert per_token == cache.bytes_per_token == tl.cost.kv_cache_bytes(cfg, 1) == 46_080
+
+assert cache.bytes_used == cache.length * per_token == tl.cost.kv_cache_bytes(cfg, cache.length)
+assert cache.bytes_used == sum(cache.keys(i).nbytes + cache.values(i).nbytes for i in range(L))
+assert cache.bytes_allocated == cache.max_len * per_token == cache.k.nbytes + cache.v.nbytes
+print(f"used:      {cache.length:>2} tokens × {per_token:,} = {cache.bytes_used:>9,} bytes")
+print(f"allocated: {cache.max_len:>2} slots  × {per_token:,} = {cache.bytes_allocated:>9,} bytes "
+      f"({cache.bytes_used / cache.bytes_allocated:.0%} in use)")
+
+# %% [markdown]
+# A contiguous cache reserves `max_len` slots up front, used or not; chapter 12's paged cache reserves
+# memory in small blocks as the sequence grows. At the model's full context of 8,192 tokens, the cache of
+# one sequence is 377 MB, close to the 538 MB of the weights themselves:
+
+# %%
+full = tl.cost.kv_cache_bytes(cfg, cfg.max_position_embeddings)
+weights = tl.cost.weight_bytes(cfg)
+print(f"KV cache at {cfg.max_position_embeddings:,} tokens: {full / 1e6:.0f} MB; weights: {weights / 1e6:.0f} MB")
+
+# %% [markdown]
+# **What grouped-query attention saves.** The cache stores n_kv heads, not n_h. With one KV head per query
+# head (plain multi-head attention, n_kv = 9) it would be three times larger; with a single KV head
+# (multi-query attention) three times smaller:
+
+# %%
+for name, n_kv in (("multi-head (n_kv = n_h)", 9), ("grouped-query, SmolLM2", 3), ("multi-query", 1)):
+    variant = dataclasses.replace(cfg, n_kv_heads=n_kv)
+    print(f"{name:<26} n_kv = {n_kv}: {tl.cost.kv_cache_bytes(variant, 1):>7,} bytes per token")
+
+# %% [markdown]
+# **A larger model.** Llama-2-7B has 32 layers, 32 KV heads (no GQA) of dimension 128, and runs in fp16.
+# We build its `ModelConfig` from those numbers and let the same formula count. Llama-2-70B, with GQA
+# (8 KV heads for 64 query heads), needs less cache per token than the 7B model:
+
+# %%
+llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
+                           n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
+llama2_70b = tl.ModelConfig(vocab_size=32000, hidden_size=8192, intermediate_size=28672, n_layers=80, n_heads=64,
+                            n_kv_heads=8, head_dim=128, max_position_embeddings=4096)
+print(f"{'model':<22}{'L':>4}{'n_kv':>6}{'d':>5}  {'per token':>10}{'4,096 tokens':>14}{'weights':>10}")
+for name, c, dtype in (("SmolLM2-135M, fp32", cfg, "float32"), ("Llama-2-7B, fp16", llama2_7b, "float16"),
+                       ("Llama-2-70B, fp16", llama2_70b, "float16")):
+    one = tl.cost.kv_cache_bytes(c, 1, dtype=dtype)
+    ctx = tl.cost.kv_cache_bytes(c, 4096, dtype=dtype)
+    print(f"{name:<22}{c.n_layers:>4}{c.n_kv_heads:>6}{c.head_dim:>5}  {one / 2**20:>6.3f} MiB{ctx / 2**30:>10.2f} GiB"
+          f"{tl.cost.weight_bytes(c, dtype) / 1e9:>8.1f} GB")
+assert tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16") == 2**19  # 0.5 MiB per token
+
+# %% [markdown]
+# Half a MiB per token: one 4,096-token conversation with Llama-2-7B holds 2 GiB of cache, and a batch of
+# 32 such conversations 64 GiB, about five times the 13.5 GB of weights. This is why serving engines
+# manage the KV cache so carefully (chapters 11 and 12) and why newer models use GQA.
+#
+# ## 4.4 Cached = uncached
+#
+# The cache is only worth having if it changes nothing. Generate 8 tokens greedily with prefill and decode
+# steps, then run `lm.forward` once over the prompt plus those tokens, with no cache. Row S − 1 + i of the
+# uncached logits predicts the same token as decode step i:
+
+# %%
+n_new = 8
+cache = lm.new_cache(max_len=S + n_new)
+step_logits = [lm.prefill(ids, cache)[0]]  # [V] after the prompt
+generated = []
+for _ in range(n_new):
+    generated.append(int(step_logits[-1].argmax()))
+    if len(generated) < n_new:
+        step_logits.append(lm.decode_step(generated[-1], cache)[0])  # [V]
+
+full_logits = lm.forward(ids + generated[:-1])[0]  # [S + n_new - 1, V]: every position, no cache
+print(f"{'step':>4}  {'token':<12}{'same argmax':>12}{'|cached - uncached| < 5e-4':>28}")
+for i, cached in enumerate(step_logits):
+    uncached = full_logits[S - 1 + i]
+    same_token = int(uncached.argmax()) == int(cached.argmax()) == generated[i]
+    close = float((uncached - cached).abs().max()) < 5e-4
+    assert same_token and close
+    print(f"{i:>4}  {tok.token_text(generated[i])!r:<12}{str(same_token):>12}{str(close):>28}")
+print("generated:", repr(tok.decode(generated)))
+
+# %% [markdown]
+# (The two paths add the same numbers in a different order, so the logits differ in the last bits of
+# float32, never by more than the tolerance. teachllm's tests run this check on every supported model
+# family, batch 1 and batch 3.)
+#
+# **How much work does the cache save?** Without it, the model would rerun the whole sequence for every new
+# token: the lecture's "quadratic cost at every step". `tl.cost` counts the matmul FLOPs of both ways of
+# generating 100 tokens:
+
+# %%
+for prompt_len in (S, 1000):
+    n = 100
+    without = sum(tl.cost.prefill_flops(cfg, prompt_len + k).total for k in range(n))  # rerun everything
+    with_cache = tl.cost.prefill_flops(cfg, prompt_len).total + sum(
+        tl.cost.decode_flops(cfg, prompt_len + k).total for k in range(1, n))  # one prefill, then one token
+    print(f"prompt {prompt_len:>4}, {n} new tokens: without a cache {without / 1e12:6.2f} TFLOP, "
+          f"with it {with_cache / 1e12:6.3f} TFLOP ({without / with_cache:4.1f}× less)")
+
+# %% [markdown]
+# The cost of the cache is memory (4.3); the gain grows with the prompt, because without the cache every
+# step repeats the whole prompt.
+#
+# ## 4.5 Watching the cache grow
+#
+# `cache_point` reads a cache after each step of the generation loop: its own byte count, the formula's,
+# and each layer's tensors. `cache_growth_figure` draws them. The loop allocates S + max_tokens slots up
+# front; the used bytes climb by 46,080 per step towards that line.
+
+# %%
+params = tl.SamplingParams(temperature=0, max_tokens=12)
+points = [cache_point(step.index, step.phase, step.cache) for step in tl.generation_steps(lm, [ids], params)]
+for p in points[:3] + points[-1:]:
+    print(f"step {p.step:>2} ({p.phase:<7}): {p.length:>2} of {p.capacity} slots, {p.bytes_used:>9,} bytes "
+          f"= formula {p.formula_bytes:>9,}")
+assert all(p.bytes_used == p.formula_bytes == p.length * per_token for p in points)
+cache_growth_figure(points)
+
+# %% [markdown]
+# The same view as a widget: press **next token** to run one decode step and watch the bars grow, or
+# **run to the end**.
+
+# %%
+CacheGrowthView(lm, prompt, params)
+
+# %% [markdown]
+# ## Summary
+# - Appending a token leaves every old row unchanged — Q, K, V, scores, probabilities, outputs, logits —
+#   because of the causal mask. Only the new token's row is new.
+# - That row needs the new query and all keys and values. So the engine caches K and V of every token in
+#   every layer, and computes Q (and the layer outputs) for the new token only.
+# - Cache size = 2 · L · n_kv · d · tokens · bytes: 46,080 bytes per token here (fp32), 0.5 MiB for
+#   Llama-2-7B (fp16). GQA divides it by n_h / n_kv (3 here).
+# - teachllm's `KVCache` is preallocated and contiguous: `bytes_allocated` is fixed, `bytes_used` grows by
+#   one token's worth per decode step.
+# - Cached decoding gives the same tokens and (within 5e-4) the same logits as recomputing everything,
+#   with far fewer FLOPs.
+#
+# ## Exercises
+# 1. Write the generation loop without a cache: at every step, run `lm.forward` on the whole sequence and
+#    take the last row. Generate 12 tokens both ways. Are the tokens the same? How much slower is it?
+# 2. Prefill two prompts that share a beginning: `"The capital of France is Paris."` and our prompt. Are the
+#    cached K and V of the shared tokens the same? What could a server do with that? (Chapter 12.)
+# 3. Llama-2-7B in fp16 on an 80 GB GPU: after the weights, how many tokens of KV cache fit? How many
+#    would fit if it had 8 KV heads, as Llama-2-70B has?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"]
+# Solution 1: the same tokens, and much slower: every step reruns all earlier tokens. (The times depend on
+# the machine, so this cell's output is not checked.)
+import time
+
+n = 12
+start = time.perf_counter()
+seq = list(ids)
+for _ in range(n):
+    seq.append(int(lm.forward(seq)[0, -1].argmax()))  # recompute everything, keep the last row
+no_cache_s = time.perf_counter() - start
+start = time.perf_counter()
+cached = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)).token_ids
+cache_s = time.perf_counter() - start
+assert seq[S:] == cached
+print(f"same {n} tokens; without a cache {no_cache_s:.2f} s, with it {cache_s:.2f} s "
+      f"({no_cache_s / cache_s:.1f}× slower without)")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: yes: a token's K and V depend only on the tokens up to it, so equal beginnings give equal
+# cache slots. A server can compute a shared prefix (a system prompt, say) once and reuse its slots for
+# every request that starts with it: prefix caching.
+short_ids = tok.encode("The capital of France is Paris.")
+n_shared = len(short_ids)
+assert ids[:n_shared] == short_ids
+cache_a, cache_b = lm.new_cache(max_len=n_shared), lm.new_cache(max_len=S)
+lm.prefill(short_ids, cache_a)
+lm.prefill(ids, cache_b)
+for i in range(L):
+    assert same(cache_a.keys(i), cache_b.keys(i)[:, :, :n_shared])
+    assert same(cache_a.values(i), cache_b.values(i)[:, :, :n_shared])
+print(f"the {n_shared} shared tokens have the same K and V in all {L} layers; only the other "
+      f"{S - n_shared} differ")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: about 127,000 tokens (30 whole sequences of 4,096), and four times as many with 8 KV heads.
+gpu = 80e9
+free = gpu - tl.cost.weight_bytes(llama2_7b, "float16")
+for name, c in (("32 KV heads", llama2_7b), ("8 KV heads", dataclasses.replace(llama2_7b, n_kv_heads=8))):
+    tokens = int(free // tl.cost.kv_cache_bytes(c, 1, dtype="float16"))
+    print(f"{name}: {free / 1e9:.1f} GB free → {tokens:,} tokens = {tokens // 4096} sequences of 4,096")

@@ -1,0 +1,381 @@
+# %% [markdown]
+# # Chapter 5 · Decode
+#
+# **What you will see.** The second phase of generation. After prefill has filled the KV cache, each decode
+# step runs **one** new token through the model: it computes that token's query, key and value, reads every
+# earlier key and value from the cache, appends its own, and returns the logits for the token after it. We
+# write one decode step of one layer by hand and check it against teachllm, then run the loop and watch the
+# cache grow one slot per step.
+#
+# **What you will learn.**
+# - What one decode step computes, with shapes: q_new `[1, d]` against the cached keys plus its own,
+#   `[T, d]` → one row of scores `[1, T]` → softmax → · V.
+# - Why decode needs no causal mask: the newest token may see everything before it.
+# - The decode loop: sample a token, feed it back, repeat until a stop condition.
+# - How a decode step differs from prefill in the attention pattern (one row, not a triangle) and in cost.
+# - Why decode cannot run many tokens in parallel the way prefill does, and the idea behind speculative
+#   decoding.
+
+# %%
+import math
+
+import plotly.io as pio
+import torch
+
+import teachllm as tl
+from teachllm.model import apply_rope, rope_cos_sin
+from teachllm.viz import AttentionExplorer, StepThrough, attention_figure, capture_attention, step_figure
+from teachllm.viz.data import step_record
+from teachllm.viz.widgets import labeller
+
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab itself, nothing from a CDN
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+cfg = lm.config
+n_h, n_kv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_groups
+
+# %% [markdown]
+# ## 5.1 One decode step, from the outside
+#
+# Prefill the prompt of chapters 3 and 4, take the greedy token, and feed it to `lm.decode_step`. Before
+# the step we copy the cache's keys and values of layer 1: section 5.2 needs them as they were.
+
+# %%
+prompt = "The capital of France is Paris. The capital of Italy is"
+ids = tok.encode(prompt)
+S = len(ids)
+cache = lm.new_cache(max_len=S + 16)
+logits = lm.prefill(ids, cache)  # [1, V]
+token = int(logits.argmax(-1))  # greedy: ' Rome'
+print(f"prefill of {S} tokens → {tok.token_text(token)!r};", cache)
+
+layer = 1
+k_cache, v_cache = cache.keys(layer).clone(), cache.values(layer).clone()  # [1, n_kv, S, d] each
+
+trace = tl.Trace()
+next_logits = lm.decode_step(token, cache, trace=trace)  # [1, V]
+print(f"decode step fed {tok.token_text(token)!r} → {tok.token_text(int(next_logits.argmax(-1)))!r};", cache)
+
+# %% [markdown]
+# The step ran one token through all 30 layers. Its trace has the shapes of the seed's `decode_step`
+# sketch: one query row, T = S + 1 = 13 keys.
+
+# %%
+t = trace.layers[layer]
+print("position of the new token:", trace.positions.tolist(), "(RoPE rotates by this)")
+print("mask:", tuple(trace.mask.shape), "all True:", bool(trace.mask.all()))
+for name in ("resid_in", "q", "k", "v", "scores", "probs", "attn_out"):
+    print(f"  {name:<9}{tuple(getattr(t, name).shape)}")
+print(f"  {'logits':<9}{tuple(next_logits.shape)}")
+
+# %% [markdown]
+# The mask is all True: no causal mask is needed, because nothing in the cache comes after the new token.
+# (The mask exists for batches of prompts with different lengths, where it hides padding slots: exercise 3.)
+#
+# ## 5.2 One decode step by hand, for one layer
+#
+# The seed's sketch of a decode step, per layer (generation-process §3.2):
+#
+# ```python
+# q_new = layer.q_proj(hidden_states)          # [batch, 1, hidden]
+# k_new = layer.k_proj(hidden_states)
+# v_new = layer.v_proj(hidden_states)
+# k_cache, v_cache = kv_cache.get(layer_idx)   # the history
+# k_full = torch.cat([k_cache, k_new], dim=2)
+# v_full = torch.cat([v_cache, v_new], dim=2)
+# kv_cache.update(layer_idx, k_new, v_new)
+# scores = (q_new @ k_full.transpose(-2, -1)) / sqrt(head_dim)   # [batch, heads, 1, N+1]
+# attn_weights = F.softmax(scores, dim=-1)     # no causal mask: the new token may see all history
+# attn_output = attn_weights @ v_full          # [batch, heads, 1, head_dim]
+# ```
+#
+# We do exactly that with layer 1's own modules, adding the two steps a Llama layer has that the sketch
+# leaves out: the RMSNorm before the projections and RoPE on q and k. The input is the new token's hidden
+# state as it entered layer 1, taken from the trace.
+
+# %%
+block = lm.model.layers[layer]  # input_layernorm, self_attn (q/k/v/o_proj), post_attention_layernorm, mlp
+attn = block.self_attn
+x = t.resid_in  # [1, 1, h]: the new token's residual stream entering layer 1
+
+with torch.no_grad():
+    xn = block.input_layernorm(x)  # [1, 1, h]
+    q_new = attn.q_proj(xn).view(1, 1, n_h, d).transpose(1, 2)  # [1, n_h, 1, d]
+    k_new = attn.k_proj(xn).view(1, 1, n_kv, d).transpose(1, 2)  # [1, n_kv, 1, d]
+    v_new = attn.v_proj(xn).view(1, 1, n_kv, d).transpose(1, 2)  # [1, n_kv, 1, d]
+    position = torch.tensor([[S]], device=lm.device)  # the new token sits after the S cached ones
+    cos, sin = rope_cos_sin(lm.model.inv_freq, position, lm.dtype)  # [1, 1, d] each
+    q_new, k_new = apply_rope(q_new, cos, sin), apply_rope(k_new, cos, sin)
+
+torch.testing.assert_close(q_new, t.q)
+torch.testing.assert_close(k_new, t.k)
+torch.testing.assert_close(v_new, t.v)
+print("q_new, k_new, v_new by hand = the decode step's:", tuple(q_new.shape), tuple(k_new.shape))
+
+# %% [markdown]
+# Now the attention. Each query head reads its group's KV head (query head *h* reads KV head *h* // 3), so we
+# repeat each cached head 3 times before the matrix product. There is one query row, so there is no mask:
+
+# %%
+K = torch.cat([k_cache, k_new], dim=2)  # [1, n_kv, T, d]: the cache's keys, then the new one
+V = torch.cat([v_cache, v_new], dim=2)  # [1, n_kv, T, d]
+K_heads, V_heads = K.repeat_interleave(g, dim=1), V.repeat_interleave(g, dim=1)  # [1, n_h, T, d]
+
+scores = q_new @ K_heads.transpose(-1, -2) / math.sqrt(d)  # [1, n_h, 1, T]: one row per head
+probs = torch.softmax(scores, dim=-1)  # [1, n_h, 1, T]
+out = probs @ V_heads  # [1, n_h, 1, d]
+with torch.no_grad():
+    attn_out = attn.o_proj(out.transpose(1, 2).reshape(1, 1, n_h * d))  # [1, 1, h]: heads side by side, mixed
+
+torch.testing.assert_close(probs, t.probs)
+torch.testing.assert_close(attn_out, t.attn_out)
+print("probs", tuple(probs.shape), "and attn_out", tuple(attn_out.shape), "by hand = the decode step's")
+
+# %% [markdown]
+# The rest of the layer is the same as in prefill, for one row: add to the residual stream, RMSNorm, MLP,
+# add again. And the cache: the decode step wrote our k_new and v_new into slot 12.
+
+# %%
+with torch.no_grad():
+    mid = x + attn_out  # [1, 1, h]
+    layer_out = mid + block.mlp(block.post_attention_layernorm(mid))  # [1, 1, h]
+torch.testing.assert_close(layer_out, t.resid_out)
+torch.testing.assert_close(cache.keys(layer)[:, :, S:], k_new)
+torch.testing.assert_close(cache.values(layer)[:, :, S:], v_new)
+print("layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new")
+
+# %% [markdown]
+# What did the new token look at? Head 2 is the previous-token head of chapter 3: its one row gives its
+# largest weight to ` is`, the token just before ` Rome`.
+
+# %%
+labels = [tok.token_text(i) for i in ids + [token]]
+row = probs[0, 2, 0]  # [T]
+for label, p in zip(labels, row, strict=True):
+    print(f"{label!r:<11}{float(p):6.3f}  " + "█" * round(40 * float(p)))
+
+# %% [markdown]
+# ## 5.3 The decode loop
+#
+# The seed's `decode_loop` (generation-process §3.3), comments translated:
+#
+# ```python
+# def decode_loop(model, first_token, kv_cache, max_tokens, stop_token_id):
+#     generated_tokens = [first_token]
+#     current_token = first_token
+#     position = kv_cache.current_len
+#     for step in range(max_tokens):
+#         logits = decode_step(model, current_token, kv_cache, position)   # one decode step
+#         next_token = sample(logits, sampling_params)                     # sample the next token
+#         if next_token == stop_token_id:                                  # stop condition
+#             break
+#         generated_tokens.append(next_token)
+#         current_token = next_token
+#         position += 1
+#     return generated_tokens
+# ```
+#
+# The same loop with teachllm. There is no `position` to carry: the cache knows how many tokens it holds,
+# and the model reads the new token's position from it. We print the cache's length after every step.
+
+# %%
+def decode_loop(lm, first_token, cache, max_tokens, stop_token_ids, params):
+    """Generate up to max_tokens tokens (first_token included) after a prefilled cache."""
+    generated = [first_token]
+    current = first_token
+    while len(generated) < max_tokens:
+        logits = lm.decode_step(current, cache)  # [1, V]: one token in, the cache grows by one slot
+        next_token = int(tl.sampling.sample(logits, params)[0])
+        print(f"  fed {tok.token_text(current)!r:<11} cache length {cache.length:>2} "
+              f"→ next {tok.token_text(next_token)!r}")
+        if next_token in stop_token_ids:
+            break
+        generated.append(next_token)
+        current = next_token
+    return generated
+
+
+greedy = tl.SamplingParams(temperature=0)
+cache = lm.new_cache(max_len=S + 16)
+first = int(tl.sampling.sample(lm.prefill(ids, cache), greedy)[0])  # prefill gives the first token
+print(f"prefill: cache length {cache.length} → first token {tok.token_text(first)!r}")
+generated = decode_loop(lm, first, cache, max_tokens=10, stop_token_ids=lm.config.eos_token_ids, params=greedy)
+print(repr(tok.decode(generated)))
+
+# %% [markdown]
+# Each step adds exactly one slot to the cache. teachllm's `generate` runs the same loop (with every
+# sampling and stop rule of the later chapters), so under greedy decoding it must give the same tokens:
+
+# %%
+result = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=10))
+assert result.token_ids == generated
+print(repr(result.text), "| finish reason:", result.finish_reason)
+
+# %% [markdown]
+# ## 5.4 Decode rows in the attention pattern
+#
+# `capture_attention` prefills the prompt and then runs decode steps, each with a trace, and stacks their
+# attention rows under the prefill triangle. In the figure, the blue block is prefill: 12 query rows at once,
+# with the causal mask above the diagonal. Each orange row is one decode step: one query reading the whole
+# cache, including the slots the steps before it appended.
+
+# %%
+capture = capture_attention(lm, ids, n_decode=6, labels_of=labeller(tok))
+attention_figure(capture, layer=1, head=2)
+
+# %% [markdown]
+# Put together, prefill's triangle and the decode rows are exactly the triangle that one uncached forward
+# pass over all 18 tokens computes: decode fills in the matrix one row per step.
+
+# %%
+full_trace = tl.Trace()
+lm.forward(capture.token_ids, trace=full_trace)
+for i, layer_probs in enumerate(capture.probs):  # [n_h, N, N] per layer, NaN where masked
+    shown = ~layer_probs.isnan()
+    assert torch.allclose(layer_probs[shown], full_trace.layers[i].probs[0].cpu()[shown], atol=1e-4)
+print(f"{len(capture.token_ids)} rows (12 prefill + 6 decode) = the uncached forward's attention, in all "
+      f"{cfg.n_layers} layers")
+
+# %% [markdown]
+# The explorer shows every layer and head of the same capture; it opens on layer 1, head 2.
+
+# %%
+explorer = AttentionExplorer(lm, prompt, n_decode=6)
+explorer.layer.value, explorer.head.value = 1, 2
+explorer
+
+# %% [markdown]
+# ## 5.5 Stepping through the loop
+#
+# `tl.generation_steps` is the loop inside `generate`, paused after each token. `step_record` summarises a
+# step for the viewer: the phase, the chosen token, the top candidates and the cache's length.
+
+# %%
+params = tl.SamplingParams(temperature=0, max_tokens=8)
+records = [step_record(step, labeller(tok)) for step in tl.generation_steps(lm, [ids], params)]
+print(f"{'step':>4}  {'phase':<8}{'token':<11}{'p':>6}  {'cache length':>12}")
+for r in records:
+    print(f"{r.index:>4}  {r.phase:<8}{r.label:<11}{r.candidates[0][2]:>6.3f}  {r.cache_length:>12}")
+
+# %% [markdown]
+# `step_figure` draws one step's candidates, the chosen one in red. Its title includes how long the step
+# took, which depends on the machine, so this cell's output is not compared by the tests.
+
+# %% tags=["nbval-ignore-output"]
+step_figure(records[1])
+
+# %% [markdown]
+# The same as a widget: press **next token** to run one step of the real loop.
+
+# %%
+StepThrough(lm, prompt, params)
+
+# %% [markdown]
+# ## 5.6 What a decode step costs
+#
+# Prefill handled 12 tokens in one call; a decode step handles one. But both read all the model's weights
+# once per call. `tl.cost` counts the matmul FLOPs and the bytes a call must move (weights, plus the K and V
+# read and written); their ratio is the arithmetic intensity:
+
+# %%
+print(f"{'call':<28}{'tokens':>7}{'GFLOP':>8}{'MB moved':>10}{'FLOP/byte':>11}")
+for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
+                ("decode step, T = 13", tl.cost.decode_cost(cfg, S + 1)),
+                ("prefill, 512-token prompt", tl.cost.prefill_cost(cfg, 512)),
+                ("decode step, T = 513", tl.cost.decode_cost(cfg, 513))):
+    tokens = c.length if c.phase == "prefill" else 1
+    print(f"{name:<28}{tokens:>7}{c.flops / 1e9:>8.2f}{c.bytes / 1e6:>10.1f}{c.intensity:>11.1f}")
+
+# %% [markdown]
+# A decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP: about one
+# FLOP for every two bytes. Prefill does the same weight reading for every token of the prompt at once.
+# That is why the seeds call prefill compute-bound and decode memory-bound; chapter 10 measures both on
+# a roofline.
+#
+# ## Summary
+# - A decode step runs one token: q_new, k_new, v_new from its hidden state (RMSNorm, projections, RoPE at
+#   its position), then q_new against all T cached-plus-new keys, softmax, · V. One row per head, no causal
+#   mask.
+# - The step writes k_new and v_new into the next cache slot, so the cache grows by one token per step.
+# - The decode loop feeds each chosen token back in, until EOS or `max_tokens`.
+# - Prefill's triangle plus one decode row per step is exactly the attention of one uncached pass over the
+#   whole sequence.
+# - A decode step does little arithmetic for all the weights it reads: it is memory-bound.
+#
+# ## Exercises
+# 1. (Seed exercise 1.) Why can decode not process many tokens in parallel the way prefill does? Test it:
+#    if you already knew the 10 tokens of 5.3, could one forward pass give every step's logits? And in real
+#    generation, what would that pass need that you do not have yet?
+# 2. A decode step's attention work grows with the cache; its other work does not. At what context length
+#    does attention (QKᵀ and ·V) cost as many FLOPs as the rest of the step? Use `tl.cost.decode_flops`.
+# 3. 5.1 said decode needs no causal mask. Decode a batch of two prompts of different lengths (teachllm
+#    left-pads the shorter one) and look at the decode step's mask. Is it still all True?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1, part 1: yes. With the tokens known (teacher forcing, as in training), one forward pass over
+# prompt + continuation computes every row at once, and row S - 1 + i is decode step i's prediction
+# (chapter 4 showed that the logits agree too, within 5e-4).
+continuation = generated  # the 10 tokens of 5.3
+parallel = lm.forward(ids + continuation[:-1])[0]  # [S + 9, V]: all rows in one pass
+assert parallel[S - 1:].argmax(-1).tolist() == continuation
+print(f"one parallel pass predicts all {len(continuation)} tokens the decode loop chose one by one")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1, part 2: in generation the tokens are not known. Token t + 1 is chosen from the logits of step
+# t, so it does not exist until step t has run. Try anyway: fill the 10 unknown places with a placeholder
+# (" the"), run one parallel pass, put its predictions in as the new inputs, and repeat until nothing
+# changes. A pass is only sure to get one more token right: the row right after the last correct input.
+placeholder = tok.encode(" the", add_special_tokens=False)
+guess = placeholder * len(continuation)
+for n_pass in range(1, len(continuation) + 2):
+    predicted = lm.forward(ids + guess[:-1])[0, S - 1:].argmax(-1).tolist()  # one parallel pass
+    n_right = next((i for i, (a, b) in enumerate(zip(predicted, continuation, strict=True)) if a != b),
+                   len(continuation))
+    print(f"pass {n_pass:>2}: first {n_right:>2} right  {tok.decode(predicted)!r}")
+    if predicted == guess:
+        break
+    guess = predicted
+# Here every pass got exactly one more token right: 10 passes for 10 tokens (and an 11th to see that
+# nothing changes), each pass running all positions, where decode takes 10 steps of one token.
+# Prefill is parallel because the whole prompt is given; decode is sequential because each input is the
+# previous step's output.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1, part 3: speculative decoding uses exactly this. A cheap draft model guesses a few tokens one
+# by one; the real model checks all of them in ONE parallel pass, like part 1, and keeps the guesses up to
+# the first one it disagrees with (plus its own token there). With greedy decoding the output is the same
+# as plain decoding, in fewer calls of the big model. Here the draft is the model's own first 24 layers
+# (chapter 13 has the details):
+spec = tl.serving.speculative_generate(lm, ids, max_tokens=10, draft_layers=24, gamma=3)
+assert spec.token_ids == generated
+print(f"same {len(spec.token_ids)} tokens; draft guesses accepted: {spec.accepted} of {spec.proposed}; "
+      f"calls of the full model after prefill: {spec.target_calls} instead of {len(generated) - 1}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: per layer, attention costs 4·T·n_h·d FLOPs; everything else (projections, MLP, LM head) is
+# fixed. Here they meet at a few thousand tokens, inside the model's 8,192-token context: for long
+# conversations, decode spends most of its arithmetic on attention (and most of its reading on the cache).
+for T in (16, 256, 1024, 4096, 8192):
+    f = tl.cost.decode_flops(cfg, T)
+    print(f"T = {T:>5}: attention {f.attention / 1e6:7.1f} MFLOP, the rest {f.linear / 1e6:6.1f} MFLOP "
+          f"({f.attention_fraction:.0%} attention)")
+T = 1
+while tl.cost.decode_flops(cfg, T).attention < tl.cost.decode_flops(cfg, T).linear:
+    T += 1
+print(f"attention overtakes the rest at T = {T:,} tokens")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: no. The shorter prompt's row starts with padding slots, and its decode step must not read
+# them: the mask hides those slots. The causal part is gone (nothing lies in the future), the padding
+# part stays.
+short = tok.encode("The capital of Italy is")
+batch_cache = lm.new_cache(max_len=S + 1, batch_size=2)
+first_tokens = lm.prefill([short, ids], batch_cache).argmax(-1)  # [2]; the short prompt is left-padded
+batch_trace = tl.Trace()
+lm.decode_step(first_tokens, batch_cache, trace=batch_trace)
+for b, prompt_ids in enumerate((short, ids)):
+    row = batch_trace.mask[b, 0, 0]  # [T]: which slots this row's new token may read
+    print(f"row {b} ({len(prompt_ids):>2}-token prompt): " + "".join("1" if m else "0" for m in row))
