@@ -259,10 +259,9 @@ for r in records:
     print(f"{r.index:>4}  {r.phase:<8}{r.label:<11}{r.candidates[0][2]:>6.3f}  {r.cache_length:>12}")
 
 # %% [markdown]
-# `step_figure` draws one step's candidates, the chosen one in red. Its title includes how long the step
-# took, which depends on the machine, so this cell's output is not compared by the tests.
+# `step_figure` draws one step's candidates, the chosen one in red.
 
-# %% tags=["nbval-ignore-output"]
+# %%
 step_figure(records[1])
 
 # %% [markdown]
