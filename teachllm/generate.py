@@ -89,8 +89,6 @@ class Sequence:
             self.finish_reason, self.stop_reason = "stop", self.detok.stop_found
         elif len(self.output_ids) >= self.params.max_tokens:
             self.finish_reason = "length"
-        if self.finished and self.detok is not None:
-            self.detok.finish()
 
     @property
     def text(self) -> str:

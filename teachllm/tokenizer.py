@@ -90,8 +90,8 @@ class IncrementalDetokenizer:
 
     Two problems it solves:
     - a Chinese character or an emoji is 3–4 bytes, and byte-level BPE may split it over several
-      tokens; until the last piece arrives, decoding shows '�'. Text is released only up to the
-      last complete character, so a stream never shows half a character;
+      tokens; until the last piece arrives, decoding shows '�'. Text holds only complete characters,
+      so neither a stream nor the final text (cut off by max_tokens mid-character) shows half of one;
     - a stop string can span several tokens ("\\n\\n" = "\\n" + "\\n"). The whole output text is
       searched after every token, and the last len(stop) − 1 characters are held back from the
       stream, since they may be the start of a stop string.
@@ -124,11 +124,6 @@ class IncrementalDetokenizer:
             index, stop = min(hits)
             self.stop_found = stop
             self.text = self.text[: index + len(stop) if self.include_stop else index]
-
-    def finish(self) -> None:
-        """No more tokens: release whatever is left, an unfinished character included."""
-        if self.stop_found is None:
-            self.text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
 
     def release(self, final: bool = False) -> str:
         """The new text that is safe to show now."""

@@ -300,7 +300,7 @@ def test_block_tables_are_recorded_as_plain_data(lm):
     engine = ServingEngine(lm, ServingConfig(max_num_seqs=2, block_size=4, num_blocks=16))
     run = engine.run(random_prompts(3, seed=7, lengths=(3, 9)), tl.SamplingParams(temperature=0, max_tokens=5))
     snapshot = run.timeline[0].block_tables
-    assert set(snapshot) == {"block_size", "tables", "computed", "ref_counts", "num_free"}
+    assert set(snapshot) == {"block_size", "tables", "computed", "ref_counts", "cached_free", "num_free"}
     for rid, table in snapshot["tables"].items():
         assert len(table) == -(-snapshot["computed"][rid] // 4)  # exactly the blocks its tokens need
     assert run.timeline[-1].block_tables["tables"] == {}

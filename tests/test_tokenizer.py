@@ -64,3 +64,20 @@ def test_chat_template(lm, hf_tokenizer):
 def test_encode_rejects_non_text(lm):
     with pytest.raises(TypeError, match="str"):
         lm.tokenizer.encode([1, 2, 3])
+
+
+def test_detokenizer_never_ends_on_half_a_character(lm):
+    """Generation cut off (max_tokens) inside an emoji: the text keeps only the complete characters."""
+    from teachllm.tokenizer import IncrementalDetokenizer
+
+    ids = lm.tokenizer.encode("Hi 🚀")
+    assert len(ids) > 2  # the emoji takes several tokens
+    detok = IncrementalDetokenizer(lm.tokenizer)
+    pieces = []
+    for token in ids[:-1]:  # the last byte of the emoji never arrives
+        detok.add(token)
+        pieces.append(detok.release())
+    pieces.append(detok.release(final=True))
+    assert detok.text == "Hi " and "".join(pieces) == "Hi "
+    detok.add(ids[-1])
+    assert detok.text == "Hi 🚀" and detok.release(final=True) == "🚀"

@@ -62,8 +62,9 @@ class BlockUsage:
 
 
 def block_hash(parent: int | None, token_ids) -> int:
-    """Name of a full block: hash of the previous block's name and this block's tokens (a chain)."""
-    return hash((parent, tuple(token_ids)))
+    """Name of a full block: hash of the previous block's name and this block's tokens (a chain).
+    The first block's parent is -1, not None: hash(None) changes from process to process on Python 3.11."""
+    return hash((-1 if parent is None else parent, tuple(token_ids)))
 
 
 class BlockManager:
@@ -205,6 +206,7 @@ class BlockManager:
                 "tables": {r.request_id: list(r.block_table) for r in requests},
                 "computed": {r.request_id: r.num_computed_tokens for r in requests},
                 "ref_counts": {b.block_id: b.ref_count for b in self.blocks if b.ref_count > 0},
+                "cached_free": [i for i in self.free_ids if self.blocks[i].hash is not None],  # reusable prefixes
                 "num_free": self.num_free_blocks}
 
     @property

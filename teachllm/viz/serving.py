@@ -1,16 +1,17 @@
 """Views of the serving engine: who runs in each iteration, the block tables, the slots they waste.
 
-    from teachllm.viz.serving import timeline_figure, IterationTimeline
+    from teachllm.viz.serving import IterationTimeline, iteration_timeline_figure
     run = ServingEngine(lm, ServingConfig(policy="continuous", max_num_seqs=4)).run(prompts, params)
-    timeline_figure(run)        # requests × iterations: waiting, prefill, decode
-    IterationTimeline(run)      # the same figure, one iteration at a time
+    iteration_timeline_figure(run)   # requests × iterations: waiting, prefill, decode
+    IterationTimeline(run)           # the same figure, one iteration at a time
 
 Like the rest of teachllm.viz, this file only reads what the engine recorded — `ServingRun.timeline`
 (one `IterationRecord` per iteration, with a copy of the block tables), `ServingRun.requests` — and never
 drives the engine. Each view has a reader (plain data), a `*_spec` (traces, layout as dicts), a
 `*_figure` (a `go.Figure` for the book and the tests) and, where stepping helps, a widget:
 
-    request_cells, timeline_spec/figure       requests joining and leaving, iteration by iteration
+    request_cells, iteration_timeline_spec/figure
+                                              requests joining and leaving, iteration by iteration
     block_table_spec/figure                   block tables (logical → physical) and the pool, after one iteration
     slot_usage, fragmentation_spec/figure     slots used, allocated in blocks, reserved by a contiguous cache
     blend_quality_spec/figure                 CacheBlend: quality lost against prefill compute spent
@@ -161,7 +162,7 @@ def paged_cache_points(engine, request_id: int) -> list[CachePoint]:
 
 
 # ---- 1. the iteration timeline ------------------------------------------------------------------
-def timeline_spec(run, upto: int | None = None, labels: dict | None = None,
+def iteration_timeline_spec(run, upto: int | None = None, labels: dict | None = None,
                   title: str | None = None) -> tuple[list[dict], dict]:
     """Top: one row per request, one column per iteration (waiting grey, prefill blue, decode orange,
     a bar at the end when it finishes). Bottom: tokens computed per iteration, and the token budget."""
@@ -223,9 +224,10 @@ def timeline_spec(run, upto: int | None = None, labels: dict | None = None,
     return traces, layout
 
 
-def timeline_figure(run, upto: int | None = None, labels: dict | None = None, title: str | None = None) -> go.Figure:
+def iteration_timeline_figure(run, upto: int | None = None, labels: dict | None = None,
+                              title: str | None = None) -> go.Figure:
     """Requests joining and leaving: who waited, prefilled and decoded in each iteration of `run`."""
-    return figure(timeline_spec(run, upto, labels, title))
+    return figure(iteration_timeline_spec(run, upto, labels, title))
 
 
 # ---- 2. block tables and the pool ---------------------------------------------------------------
@@ -362,10 +364,10 @@ def blend_quality_spec(rows, title: str | None = None) -> tuple[list[dict], dict
                                line=dict(color=color),
                                hovertemplate=f"%{{text}}: compute %{{x:.3f}}, {key} %{{y:.4f}}<extra></extra>"))
     full = rows[0].ppl_full
-    traces.append(dict(type="scatter", name="full prefill", mode="lines", x=[0, 1], y=[round(full, 6)] * 2,
+    traces.append(dict(type="scatter", name="full prefill", mode="lines", x=[0, 1], y=[round(full, 4)] * 2,
                        xaxis="x2", yaxis="y2", line=dict(color="#636363", dash="dash")))
     seed = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # the seed's ~15 % of the tokens
-    shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=round(x, 6), x1=round(x, 6), y0=0, y1=1,
+    shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=round(x, 4), x1=round(x, 4), y0=0, y1=1,
                    line=dict(color="#999", dash="dot"), label=dict(text="r = 0.15", textposition="end"))
               for x in seed for axis in ("", "2")]
     title = title or "CacheBlend: quality of the question's next-token predictions against the prefill compute spent"
@@ -384,7 +386,7 @@ def blend_quality_figure(rows, title: str | None = None) -> go.Figure:
     return figure(blend_quality_spec(rows, title))
 
 
-def _round(values, digits: int = 6) -> list:
+def _round(values, digits: int = 4) -> list:
     return [round(v, digits) for v in values]
 
 
@@ -443,7 +445,7 @@ class IterationTimeline(_IterationSlider):
         super().__init__(run, start)
 
     def spec(self, iteration: int):
-        return timeline_spec(self.run, upto=iteration, labels=self.labels)
+        return iteration_timeline_spec(self.run, upto=iteration, labels=self.labels)
 
 
 class BlockTableView(_IterationSlider):
