@@ -1,0 +1,332 @@
+# %% [markdown]
+# # Chapter 11 · Serving many requests
+#
+# **What you will see.** Until now one prompt had the model to itself. A server has many users at once,
+# and how it groups their work decides how fast each of them gets an answer. We batch decode steps and
+# measure what that buys; run the same twelve requests through *static* and *continuous* batching on one
+# engine and watch, iteration by iteration, who waits, who prefills and who decodes; then let a long
+# prompt arrive while others decode, with and without *chunked prefill*.
+#
+# **What you will learn.**
+# - Why batching makes decode cheaper per token: one decode step reads every weight once, whatever the batch.
+# - What an engine **iteration** is, and how a scheduler fills it with decodes and prefills.
+# - **Static batching**: short requests wait for the longest one in their batch. **Continuous batching**:
+#   requests join and leave every iteration.
+# - **Chunked prefill**: a long prompt split across iterations under a token budget, so it does not
+#   stall everyone else's decode.
+#
+# The engine is `teachllm.serving` (one file per concept: `config.py`, `request.py`, `scheduler.py`,
+# `block_manager.py`, `engine.py`). Its KV cache is *paged*; chapter 12 opens that part.
+
+# %%
+import plotly.io as pio
+import torch
+
+import teachllm as tl
+from teachllm.serving import ServingConfig, ServingEngine
+from teachllm.serving.workload import LONG_TEXT, PROMPTS, decode_throughput, mixed_workload
+from teachllm.viz.serving import IterationTimeline, describe_iteration, iteration_timeline_figure
+
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+torch.manual_seed(0)
+torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove it to use every core)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+
+# %% [markdown]
+# ## 11.1 Why batch: one decode step reads every weight
+#
+# A decode step turns one token into logits. To do so it multiplies a vector by every weight matrix of the
+# model: about 2 FLOPs per weight, and every weight has to come from memory. The seeds make the point for a
+# 7-billion-parameter model in float16: "read the weights (14 GB), compute one token", and with a batch of 32
+# requests, "read the weights once, compute 32 tokens". `tl.cost` gives the numbers for Llama-2-7B and for
+# our model:
+
+# %%
+llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
+                           n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
+print(f"Llama-2-7B: {llama2_7b.n_params / 1e9:.2f} B parameters, "
+      f"{tl.cost.weight_bytes(llama2_7b, 'float16') / 1e9:.1f} GB of weights in float16")
+print(f"SmolLM2-135M: {lm.config.n_params / 1e6:.1f} M parameters, "
+      f"{tl.cost.weight_bytes(lm.config, 'float32') / 1e6:.0f} MB of weights in float32 (what runs here)")
+
+# %% [markdown]
+# One decode step at a context of 33 tokens, for growing batches (`tl.cost.decode_cost`: FLOPs of the matrix
+# products; bytes = weights read once + the K and V each sequence reads from its cache):
+
+# %%
+print(f"{'batch':>5} {'GFLOP':>7} {'MB moved':>9} {'FLOP/byte':>10} {'MB of weights per token':>24}")
+for b in (1, 2, 4, 8, 16, 32):
+    c = tl.cost.decode_cost(lm.config, context_len=33, batch_size=b)
+    print(f"{b:>5} {c.flops / 1e9:>7.3f} {c.bytes / 1e6:>9.1f} {c.intensity:>10.2f} {c.weight_bytes / b / 1e6:>24.1f}")
+
+# %% [markdown]
+# The work grows 32-fold from batch 1 to batch 32, the memory traffic barely moves, so the arithmetic
+# intensity grows almost 32-fold too. While decode is memory-bound (chapter 10), a step takes about as
+# long as reading the weights, so a batch of *b* should give nearly *b* times the tokens per second.
+# Measured on this machine (`decode_throughput` times `lm.decode_step` on a contiguous cache; the numbers
+# change from run to run):
+
+# %% tags=["nbval-ignore-output"]
+rows = decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16, 32), steps=4, context=32)
+one = rows[0]["tokens_per_s"]
+print(f"{'batch':>5} {'ms per step':>12} {'tokens/s':>9} {'× batch 1':>10}")
+for r in rows:
+    print(f"{r['batch']:>5} {r['ms_per_step']:>12.1f} {r['tokens_per_s']:>9.1f} {r['tokens_per_s'] / one:>10.1f}")
+
+# %% [markdown]
+# A step for 32 sequences costs a few times a step for one, not 32 times: throughput grows many-fold. It
+# does not grow all the way to 32×: on a CPU the matrix products stop being free long before the batch is
+# 32 (the ridge point of a CPU's roofline is low), while on a GPU the batch can grow much further before
+# decode becomes compute-bound. Batching is what makes serving many users affordable; the rest of the
+# chapter is about *how* to batch requests that arrive at different times and want different lengths.
+#
+# ## 11.2 An engine that serves many requests
+#
+# `ServingEngine` takes requests and runs them in **iterations**. Each iteration:
+#
+# 1. the scheduler picks the work: one token for every running request that is decoding, and (part of) the
+#    prompt of requests that are new;
+# 2. the model runs: one forward call for all the decodes (`[B_d, 1]`) and one for the prefills
+#    (`[B_p, S]`), on the same weights;
+# 3. every request whose tokens are all computed gets a new token (sampling and stop rules of chapters 6–9);
+# 4. finished requests leave and free their KV cache; the iteration goes into the run's **timeline**.
+#
+# With greedy decoding every request must get exactly the tokens `lm.generate` gives it alone — batching
+# changes *when* a token is computed, not *which*:
+
+# %%
+questions = ["What is the capital of France?", "What colour is the sky?", "What is 2 + 2?"]
+chats = [tok.apply_chat_template([{"role": "user", "content": q}]) for q in questions]
+greedy = tl.SamplingParams(temperature=0, max_tokens=12)
+engine = ServingEngine(lm, ServingConfig(policy="continuous", max_num_seqs=4))
+run = engine.run(chats, greedy)
+for chat, out in zip(chats, run.outputs, strict=True):
+    alone = lm.generate(chat, greedy)
+    assert out.token_ids == alone.token_ids  # the same tokens as the request alone
+    print(f"{out.finish_reason:<7} {out.text!r}")
+print(f"\n{run.iterations} iterations, {run.forward_calls} forward calls; the first two:")
+for record in run.timeline[:2]:
+    print(describe_iteration(record))
+
+# %% [markdown]
+# Iteration 0 prefilled the three prompts in one call (each got its first token); iteration 1 decoded one
+# token for each of them in one call. A request that stops at `<|im_end|>` leaves in the iteration that
+# sampled it.
+#
+# ## 11.3 Static against continuous batching
+#
+# The seeds' picture: requests of 100, 50 and 200 tokens in one static batch — the batch is done only when
+# the longest request is. The two policies, on the same engine (`ServingConfig.policy`):
+#
+# | policy | when can a waiting request join? | the cost |
+# | --- | --- | --- |
+# | static | only when the engine is idle: a batch forms, runs until its last request finishes, then the next forms | rows freed by short requests stay empty; the queue waits for the longest request of the batch |
+# | continuous | every iteration, as soon as a running request finishes and frees its place | none of that: the batch is refilled at every iteration (vLLM, TGI, SGLang do this) |
+#
+# (Here a short request in a static batch does leave when it finishes; its row then stays empty.)
+# The workload: twelve requests, at most four running at once, greedy with `ignore_eos` so each output has a
+# known length. Requests 0, 4 and 8 want 16 tokens, the others between 2 and 6, so every static batch of
+# four holds one long request:
+
+# %%
+workload = mixed_workload(lm, n_requests=12, max_num_seqs=4, long_tokens=16, short_tokens=(2, 6))
+print("prompt tokens:", workload.describe()["prompt_tokens"])
+print("output tokens:", workload.describe()["output_tokens"])
+runs = {}
+for policy in ("static", "continuous"):
+    engine = ServingEngine(lm, ServingConfig(policy=policy, max_num_seqs=4))
+    runs[policy] = engine.run(workload.prompts, workload.params)
+assert [o.token_ids for o in runs["static"].outputs] == [o.token_ids for o in runs["continuous"].outputs]
+print("both policies give every request the same tokens")
+
+# %% [markdown]
+# The timeline of each run: one row per request, one column per iteration. Grey: the request is waiting;
+# blue: prefill; orange: decode; a black bar: it finished. Below, the tokens each iteration computed.
+
+# %%
+labels = {i: f"request {i} ({'long' if i in workload.long_ids else 'short'})" for i in range(12)}
+iteration_timeline_figure(runs["static"], labels=labels)
+
+# %%
+iteration_timeline_figure(runs["continuous"], labels=labels)
+
+# %% [markdown]
+# Under static batching, requests 4–7 wait until request 0's sixteenth token, although three of the four rows
+# were empty from iteration 6 on; requests 8–11 wait through two such batches. Under continuous
+# batching a finished request's place is taken in the very next iteration, so the three long requests end up
+# running side by side. Step through the continuous run one iteration at a time (the slider, or the buttons;
+# the text says what the scheduler chose):
+
+# %%
+IterationTimeline(runs["continuous"], labels=labels)
+
+# %% [markdown]
+# The seeds' sequence — "iteration 2: request A done; iteration 3: request D new" — is in the timeline. The
+# first iteration in which a request joins while others keep decoding:
+
+# %%
+joined = next(r for r in runs["continuous"].timeline if r.prefill and r.decode_ids)
+before = runs["continuous"].timeline[joined.index - 1]
+print(describe_iteration(before))
+print(describe_iteration(joined))
+
+# %% [markdown]
+# What each request waited, counted in iterations (from the iteration it arrived in to the one that gave its
+# first token — TTFT — or its last token — latency). Iterations do not depend on the machine's speed:
+
+# %%
+print(f"{'':<11}{'iterations':>11}{'forward calls':>14}{'short: TTFT':>13}{'short: latency':>15}"
+      f"{'long: TTFT':>12}{'long: latency':>14}")
+for policy, run in runs.items():
+    short, long = run.summary(workload.short_ids), run.summary(workload.long_ids)
+    print(f"{policy:<11}{run.iterations:>11}{run.forward_calls:>14}"
+          f"{short['ttft_iterations']['mean']:>13.1f}{short['latency_iterations']['mean']:>15.1f}"
+          f"{long['ttft_iterations']['mean']:>12.1f}{long['latency_iterations']['mean']:>14.1f}")
+
+# %% [markdown]
+# Continuous batching needs half the iterations for the same tokens, and the short requests' mean latency
+# is close to halved. It makes more forward calls than iterations (an iteration that admits a request while
+# others decode runs two calls), but far fewer in total. The same comparison on the clock (this machine, this
+# run; your numbers will differ):
+
+# %% tags=["nbval-ignore-output"]
+s, c = runs["static"], runs["continuous"]
+rows = [("total time (s)", s.total_s, c.total_s),
+        ("throughput (tokens/s)", s.summary()["throughput_tok_s"], c.summary()["throughput_tok_s"]),
+        ("short: mean latency (s)", s.summary(workload.short_ids)["latency_s"]["mean"],
+         c.summary(workload.short_ids)["latency_s"]["mean"]),
+        ("long: mean latency (s)", s.summary(workload.long_ids)["latency_s"]["mean"],
+         c.summary(workload.long_ids)["latency_s"]["mean"]),
+        ("mean TTFT (s)", s.summary()["ttft_s"]["mean"], c.summary()["ttft_s"]["mean"])]
+print(f"{'':<25}{'static':>8}{'continuous':>12}{'ratio':>7}")
+for name, a, b in rows:
+    print(f"{name:<25}{a:>8.2f}{b:>12.2f}{b / a:>7.2f}")
+
+# %% [markdown]
+# On a CPU an iteration's time grows with the tokens in it, so the wall-clock gains are smaller than the
+# iteration counts suggest; on a GPU, where a decode iteration costs about the same for 1 or 4 rows, they are
+# close to the iteration ratio. `python -m teachllm.serving.bench` runs a larger workload (20 requests, 8 at
+# once).
+#
+# ## 11.4 Chunked prefill: a long prompt among decoders
+#
+# Prefill of a long prompt is a lot of work in one go. If it lands in one iteration, every request decoding in
+# that iteration waits for it: their next token comes late (a stall in the stream the user sees). **Chunked
+# prefill** (vLLM, Sarathi-Serve) gives each iteration a **token budget** (`max_num_batched_tokens`): decodes
+# take one token each, and a prompt gets what is left, so a long prompt is spread over several iterations
+# that keep decoding.
+#
+# Three short requests decode; after two iterations a 192-token prompt arrives. Once without chunking, once
+# with a budget of 32 tokens per iteration:
+
+# %%
+long_prompt = (tok.encode(LONG_TEXT) * 4)[:192]
+
+
+def long_prompt_joins(chunked: bool, budget: int = 32):
+    config = ServingConfig(max_num_seqs=4, max_num_batched_tokens=budget if chunked else None,
+                           chunked_prefill=chunked)
+    engine = ServingEngine(lm, config)
+    decode = tl.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    ids = [engine.add_request(p, decode) for p in PROMPTS[:3]]
+    for _ in range(2):  # the three requests start decoding
+        engine.step()
+    ids.append(engine.add_request(long_prompt, tl.SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)))
+    return engine.drain(ids, first_iteration=0)  # step until every request has finished
+
+
+chunk_runs = {"whole prompt": long_prompt_joins(False), "chunked, budget 32": long_prompt_joins(True)}
+assert [o.token_ids for o in chunk_runs["whole prompt"].outputs] == \
+    [o.token_ids for o in chunk_runs["chunked, budget 32"].outputs]
+print(f"{'':<20}{'iterations':>11}{'most tokens in one iteration':>30}{'long prompt: TTFT (iterations)':>32}")
+for name, run in chunk_runs.items():
+    long = run.requests[-1]
+    print(f"{name:<20}{run.iterations:>11}{max(r.num_tokens for r in run.timeline):>30}"
+          f"{long.first_iteration - long.arrival_iteration + 1:>32}")
+
+# %%
+whole = chunk_runs["whole prompt"]
+most = max(r.num_tokens for r in whole.timeline)
+iteration_timeline_figure(whole, title=f"without chunking: one iteration computes {most} tokens")
+
+# %%
+chunked = chunk_runs["chunked, budget 32"]
+long_id = chunked.requests[-1].request_id
+n_chunks = sum(rid == long_id for r in chunked.timeline for rid, _, _ in r.prefill)
+iteration_timeline_figure(chunked, title=f"chunked prefill, budget 32: the long prompt is prefilled in {n_chunks} "
+                          "chunks")
+
+# %% [markdown]
+# Without chunking, iteration 2 computes 192 prompt tokens and 3 decode tokens; the decoders get their token
+# only when the whole prefill is done. With chunks, no iteration computes more than 32 tokens (the dashed
+# line). The price is the long prompt's own TTFT: 7 iterations instead of 1. The decoders' longest wait
+# between two tokens, measured:
+
+# %% tags=["nbval-ignore-output"]
+for name, run in chunk_runs.items():
+    gaps = [r.max_gap_s for r in run.requests[:3]]
+    print(f"{name:<20} decoders' longest gap between two tokens: {max(gaps) * 1e3:6.0f} ms, "
+          f"long prompt's TTFT: {run.requests[-1].ttft_s * 1e3:6.0f} ms")
+
+# %% [markdown]
+# ## Summary
+# - A decode step reads every weight once whatever the batch, so batching decode multiplies tokens per second
+#   (the seeds: "read the weights once, compute 32 tokens"); `tl.cost` shows the intensity growing with the
+#   batch, and the measurement shows the gain.
+# - An engine works in iterations: a scheduler fills each with decodes (one token per running request) and
+#   prefills; finished requests leave and free their cache.
+# - Static batching lets short requests wait for the longest one in their batch. Continuous batching
+#   refills the batch every iteration: here half the iterations, and about half the latency for short
+#   requests, with the same tokens for everyone.
+# - Chunked prefill caps the tokens per iteration, so a long prompt does not stall the others' decoding; it
+#   costs that prompt a later first token.
+#
+# ## Exercises
+# 1. The seeds' exercise 3: **how does continuous batching serve prefill and decode requests at once?** Find,
+#    in the engine's timeline, an iteration in which one request prefills a chunk of its prompt while others
+#    decode, and say what the model computes in it.
+# 2. With `max_num_seqs=1`, what do static and continuous batching become? Predict the number of iterations
+#    for the first four requests of the workload, then run both.
+# 3. Run `long_prompt_joins(True, budget)` with budgets of 8, 32 and 128. How do the long prompt's TTFT (in
+#    iterations) and the largest iteration change? What would you choose for a chat service?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: in the same iteration. The scheduler first gives every decoding request one token, then fills
+# what is left of the token budget with a chunk of the new prompt. The engine runs two forward calls on the
+# same weights — decodes [3, 1] and the prefill chunk [1, 29] — and samples a token only for requests whose
+# tokens are all computed: the decoders get one, the chunk's request gets none until its last chunk.
+# (vLLM goes one step further: it flattens all the iteration's tokens into a single forward call.)
+run = chunk_runs["chunked, budget 32"]
+mixed = [r for r in run.timeline if r.decode_ids and r.prefill]
+print(f"{len(mixed)} of {run.iterations} iterations mix prefill and decode; the first and the last of them:")
+for record in (mixed[0], mixed[-1]):
+    print(describe_iteration(record))
+    (rid, start, n), = record.prefill
+    print(f"  → {len(record.decode_ids)} decode tokens + {n} prompt tokens = {record.num_tokens} "
+          f"≤ budget {run.config['max_num_batched_tokens']}; request {rid} "
+          f"{'got its first token' if rid in record.sampled else 'got no token yet'}\n")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: one request at a time, so both policies are the same: each request takes one iteration for its
+# prefill (which gives the first token) and one per further token, i.e. Σ output tokens iterations.
+first_four = slice(0, 4)
+expected = sum(p.max_tokens for p in workload.params[first_four])
+for policy in ("static", "continuous"):
+    run = ServingEngine(lm, ServingConfig(policy=policy, max_num_seqs=1)).run(workload.prompts[first_four],
+                                                                              workload.params[first_four])
+    print(f"{policy:<11} {run.iterations} iterations (Σ output tokens = {expected})")
+    assert run.iterations == expected
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: a smaller budget caps every iteration lower (smoother decoding for everyone) but spreads the
+# prompt over more iterations (a later first token for it). The budget trades the long prompt's TTFT against
+# everyone else's time between tokens. On a GPU engines use budgets of thousands of tokens: an iteration of
+# that size still takes only tens of milliseconds there, and it keeps the hardware busy.
+for budget in (8, 32, 128):
+    run = long_prompt_joins(True, budget)
+    long = run.requests[-1]
+    print(f"budget {budget:>3}: long prompt TTFT {long.first_iteration - long.arrival_iteration + 1:>2} iterations, "
+          f"largest iteration {max(r.num_tokens for r in run.timeline):>3} tokens, {run.iterations} iterations in all")

@@ -1,0 +1,337 @@
+# %% [markdown]
+# # Chapter 12 · The paged KV cache
+#
+# **What you will see.** The KV cache of chapter 4 is one contiguous tensor per request, reserved up front
+# for the longest the request could get. With many requests that wastes most of the memory. vLLM's
+# **PagedAttention** cuts the cache into small fixed-size **blocks** and hands them out as requests grow,
+# the way an operating system pages memory. We compute the waste of contiguous reservations on the seed's
+# example, follow a token's K and V to its block, watch block tables fill, get freed and get shared while
+# real requests run, and check that the paged cache gives the same logits as the contiguous one.
+#
+# **What you will learn.**
+# - Why a contiguous cache must reserve `prompt + max_tokens` slots, and how much of that is wasted.
+# - **Blocks**, **block tables** and the slot of a token: `slot = table[p // block_size] · block_size + p % block_size`.
+# - Allocation on demand, freeing at finish, and **sharing** a common prefix (reference counts).
+# - **Fragmentation** (allocated but unused slots) of both schemes, measured on a run.
+#
+# The code is `teachllm/serving/block_manager.py` (who owns which block) and `paged_cache.py` (the tensors).
+
+# %%
+import plotly.io as pio
+import torch
+
+import teachllm as tl
+from teachllm.serving import (BlockManager, PagedKVCache, Request, ServingConfig, ServingEngine,
+                              compare_with_contiguous)
+from teachllm.serving.parity import contiguous_logits
+from teachllm.serving.workload import LONG_TEXT
+from teachllm.viz import data, figures
+from teachllm.viz.serving import (BlockTableView, block_table_figure, fragmentation_figure, paged_cache_points,
+                                  slot_usage)
+
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+torch.manual_seed(0)
+torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove it to use every core)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+per_token = tl.cost.kv_cache_bytes(lm.config, n_tokens=1)  # 2 · L · n_kv · d · 4 bytes (float32)
+print(f"K and V of one token: {per_token:,} bytes ({per_token / 1024:.0f} KiB)")
+
+# %% [markdown]
+# ## 12.1 A contiguous cache must reserve the maximum
+#
+# When a request arrives nobody knows how many tokens it will generate: it may stop at the end-of-sequence
+# token after ten tokens or run to `max_tokens`. A contiguous cache is one piece of memory per request, so it
+# has to be as long as the request could ever get: `prompt + max_tokens` slots, reserved at admission.
+#
+# The seed's example: three requests that may need 1000, 500 and 800 tokens. Suppose that, at some moment,
+# they hold 350, 150 and 400 tokens (prompt and output so far). The block manager does the accounting for
+# both schemes (no model needed: this is bookkeeping). A request here is its tokens so far, with `max_tokens`
+# set so that its maximum length is the seed's:
+
+# %%
+maximum, so_far = [1000, 500, 800], [350, 150, 400]
+manager = BlockManager(num_blocks=256, block_size=16, enable_prefix_caching=False)
+requests = []
+for i, (most, n) in enumerate(zip(maximum, so_far, strict=True)):
+    r = Request(i, list(range(100, 100 + n)), tl.SamplingParams(max_tokens=most - n))  # n tokens so far
+    manager.allocate(r, r.num_tokens)  # blocks for its tokens, on demand
+    r.num_computed_tokens = r.num_tokens  # (what the engine records after the forward pass)
+    requests.append(r)
+usage = manager.usage(requests)
+print(f"tokens held:               {sum(so_far):>5}")
+print(f"contiguous, reserved:      {usage.contiguous_slots:>5} slots "
+      f"= {usage.contiguous_slots * per_token / 2**20:6.1f} MiB, wasted {usage.contiguous_fragmentation:.1%}")
+print(f"paged, 16-token blocks:    {usage.slots_allocated:>5} slots "
+      f"= {usage.slots_allocated * per_token / 2**20:6.1f} MiB, wasted {usage.fragmentation:.1%} "
+      f"({usage.blocks_used} blocks: {[len(r.block_table) for r in requests]})")
+
+# %% [markdown]
+# Three fifths of the contiguous reservation holds nothing, and it stays reserved while the requests run.
+# With blocks, only the last block of each request can be partly empty: under 16 slots per request. For
+# Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the seed's 2300 reserved slots are 1.1 GiB for
+# 900 tokens:
+
+# %%
+llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
+                           n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
+for name, slots in (("contiguous", usage.contiguous_slots), ("paged", usage.slots_allocated)):
+    print(f"Llama-2-7B, {name:<10}: {tl.cost.kv_cache_bytes(llama2_7b, slots, dtype='float16') / 2**30:.2f} GiB")
+
+# %% [markdown]
+# Reservations also cut the free memory into pieces (the seed's "memory fragmentation"). Put the three
+# reservations one after another in a pool of 2600 slots: 300 slots are left at the end. When the 500-slot
+# request finishes, 800 slots are free, but in two holes of 500 and 300: a new request that may need 700
+# tokens fits in neither, although there is room for it. With blocks any free block will do, wherever it
+# is: such a request takes its blocks one at a time as it grows, at most ⌈700 / 16⌉ = 44 of them.
+#
+# ## 12.2 Blocks, block tables and slots
+#
+# The paged cache is one pool per K and V: `[layers, num_blocks, block_size, n_kv, d]`. A request owns a
+# list of blocks, its **block table**: logical block *i* (its tokens *i*·bs … *i*·bs + bs − 1) lives in
+# physical block `table[i]`. Flattening blocks and slots, the token at position *p* sits at
+#
+# `slot(p) = table[p // block_size] · block_size + p % block_size`   (vLLM calls this the slot mapping)
+#
+# A small pool of 8 blocks of 4 tokens. Request 0 (5 tokens) and request 1 (9 tokens) take blocks; request 0
+# finishes and frees its blocks; request 2 (10 tokens) arrives and gets the freed blocks first:
+
+# %%
+pool = PagedKVCache(lm.config, num_blocks=8, block_size=4)
+manager = BlockManager(num_blocks=8, block_size=4, enable_prefix_caching=False)
+texts = ["The sky is blue.", "The three primary colours are red, yellow and",
+         "Paged attention stores keys and values in blocks."]
+a, b, c = (Request(i, tok.encode(t), tl.SamplingParams()) for i, t in enumerate(texts))
+manager.allocate(a, a.num_tokens)
+manager.allocate(b, b.num_tokens)
+print(f"request 0: {a.num_tokens} tokens → blocks {a.block_table}")
+print(f"request 1: {b.num_tokens} tokens → blocks {b.block_table}")
+manager.free(a)  # request 0 finishes
+manager.allocate(c, c.num_tokens)
+print(f"request 0 finished; request 2: {c.num_tokens} tokens → blocks {c.block_table} (not contiguous)")
+
+# %% [markdown]
+# Now run request 2's prompt through the model with the pool as its cache (`pool.view` is what the engine
+# passes to the decoder for one forward call), and the same prompt with a contiguous cache. Every key must
+# land at the slot the formula says:
+
+# %%
+ids = c.prompt_ids
+with torch.no_grad():
+    lm.model(torch.tensor([ids]), pool.view([c.block_table], num_computed=[0], num_new=[len(ids)]))
+contiguous = lm.new_cache(max_len=len(ids))
+lm.prefill(ids, contiguous)
+
+bs, table = pool.block_size, c.block_table
+slots = [table[p // bs] * bs + p % bs for p in range(len(ids))]
+assert slots == pool.slots(table, torch.arange(len(ids))).tolist()  # the formula is the pool's own mapping
+print(f"{'p':>2} {'token':<12} {'logical':>7} {'physical':>8} {'offset':>6} {'slot':>4}")
+for p, (token, slot) in enumerate(zip(tok.pieces(ids), slots, strict=True)):
+    print(f"{p:>2} {token!r:<12} {p // bs:>7} {table[p // bs]:>8} {p % bs:>6} {slot:>4}")
+for layer in range(lm.config.n_layers):
+    flat_k = pool.k[layer].flatten(0, 1)  # [num_blocks · block_size, n_kv, d]
+    flat_v = pool.v[layer].flatten(0, 1)
+    torch.testing.assert_close(flat_k[slots], contiguous.keys(layer)[0].transpose(0, 1), atol=1e-5, rtol=0)
+    torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=1e-5, rtol=0)
+print("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's")
+
+# %% [markdown]
+# To attend, the decoder needs a request's keys in order. `PagedBatch.write` gathers them through the slot
+# mapping into a dense tensor; vLLM's PagedAttention kernel instead reads the blocks where they lie, without
+# the copy. The arithmetic is the same.
+#
+# ## 12.3 Blocks on demand, freed at finish, shared by a prefix
+#
+# Now real requests on the serving engine, with small blocks (4 tokens) so that we can see them: five chat
+# questions, at most three running at once, up to 32 tokens each. They all begin with the same chat template
+# (`<|im_start|>system …<|im_start|>user`), 24 identical tokens. The pool has 28 blocks (112 slots). Request 0
+# arrives first; the other four come one iteration later:
+
+# %%
+questions = ["What is the capital of France?", "What is 2 + 2?", "Is the sun a star?",
+             "What is the capital of Italy?", "What do bees make?"]
+chats = [tok.encode(tok.apply_chat_template([{"role": "user", "content": q}])) for q in questions]
+shared = next(i for i, pair in enumerate(zip(*chats, strict=False)) if len(set(pair)) > 1)
+print(f"prompt lengths {[len(c) for c in chats]}; the first {shared} tokens are the same in all of them")
+
+engine = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=28))
+params = tl.SamplingParams(temperature=0, max_tokens=32)
+ids = [engine.add_request(chats[0], params)]
+engine.step()  # iteration 0: request 0 prefills alone
+ids += [engine.add_request(chat, params) for chat in chats[1:]]
+run = engine.drain(ids, first_iteration=0)
+for out, stats in zip(run.outputs, run.requests, strict=True):
+    print(f"request {stats.request_id}: {stats.prompt_len} prompt + {stats.output_len:>2} output tokens "
+          f"({out.finish_reason}), iterations {stats.arrival_iteration}–{stats.finish_iteration}, "
+          f"{stats.num_cached_tokens} prompt tokens found in the cache")
+
+# %% [markdown]
+# After iteration 1 three requests run. Requests 1 and 2 found request 0's first six blocks (24 tokens) in the
+# cache: their block tables start with the **same physical blocks** (green, reference count 3), and they
+# computed only the rest of their prompts. Each block table holds just the blocks its tokens need; the last
+# block of each is partly filled.
+
+# %%
+block_table_figure(run.timeline[1].block_tables, title="after iteration 1", columns=14)
+
+# %% [markdown]
+# Step through the run: request 2's table grows by one block every four tokens. When request 0 finishes,
+# the blocks only it held go back to the pool's free queue (grey); the shared prefix blocks stay, since
+# others still hold them. Freed blocks keep their K and V, and are handed out again only after the
+# never-used ones: request 3, which begins with the same 28 tokens as request 0 ("What is the capital of"),
+# even finds one of them still holding what it needs (chapter 13 makes use of that).
+
+# %%
+BlockTableView(run, start=1, columns=14)
+
+# %% [markdown]
+# The same story in numbers, read from the recorded block tables:
+
+# %%
+tables = {r.index: r.block_tables for r in run.timeline}
+growth = [(i, len(t["tables"][2])) for i, t in tables.items() if 2 in t["tables"]]
+changes = [(i, n) for k, (i, n) in enumerate(growth) if k == 0 or n != growth[k - 1][1]]
+print("request 2's blocks after iteration:", ", ".join(f"{i} → {n}" for i, n in changes))
+finish = run.requests[0].finish_iteration
+last = tables[finish - 1]["tables"]
+own = sorted(set(last[0]).difference(*(t for rid, t in last.items() if rid != 0)))
+print(f"request 0 finished in iteration {finish}; the blocks only it held went back to the pool: {own}")
+for block in own:
+    later = [(i, rid) for i, t in tables.items() if i > finish for rid, table in t["tables"].items() if block in table]
+    print(f"  block {block:>2}: " + (f"next held by request {later[0][1]} from iteration {later[0][0]}" if later
+                                     else "not needed again"))
+joined = run.requests[3].first_iteration
+print(f"request 3 (joined in iteration {joined}): table {tables[joined]['tables'][3]}, "
+      f"{run.requests[3].num_cached_tokens} prompt tokens found in the cache")
+
+# %% [markdown]
+# ## 12.4 Fragmentation: allocated against used
+#
+# After every iteration the engine recorded how many blocks were in use and what fraction of their slots held
+# nothing (`IterationRecord.fragmentation`), and the same for contiguous caches that would have reserved
+# `prompt + max_tokens` for each running request. Three lines per iteration: the slots that hold a token (a
+# shared slot counted once), the slots paging allocated, the slots contiguous caches would have reserved:
+
+# %%
+usage = slot_usage(run)
+fragmentation_figure(usage)
+
+# %%
+print(f"{'iteration':>9} {'running':>7} {'used':>5} {'paged':>6} {'contiguous':>10}")
+for u in usage[::4]:
+    print(f"{u.iteration:>9} {u.running:>7} {u.slots_used:>5} {u.slots_allocated:>6} {u.slots_reserved:>10}")
+busy = [u for u in usage if u.running]
+print(f"mean over {len(busy)} iterations: paged wastes {sum(u.paged_waste for u in busy) / len(busy):.1%} of what it "
+      f"allocates, contiguous reservations {sum(u.contiguous_waste for u in busy) / len(busy):.1%}")
+
+# %% [markdown]
+# Three requests stop early at `<|im_end|>` (8 to 12 tokens of the 32 allowed), so their reservations are
+# mostly empty for their whole life; paging wastes at most three slots per request, and holds the shared
+# prefix once for everybody. The seed's claim "no fragmentation" is nearly true: waste is bounded by one
+# block per request, and the block size sets that bound (exercise 1).
+#
+# ## 12.5 The same logits
+#
+# Paging changes where K and V are stored, not what attention computes. `compare_with_contiguous` runs four
+# prompts through paged caches the way the engine does — blocks from the block manager, a prompt that shares a
+# 16-token prefix reading it from the cache, batched decode steps — and each prompt alone through the
+# contiguous cache, and compares every logit:
+
+# %%
+text = tok.encode(LONG_TEXT)
+prompts = [text[:16], text[:16] + text[40:45], text[:12], text[20:27]]  # the 2nd shares 16 tokens with the 1st
+reference = [contiguous_logits(lm, p, n_decode=3) for p in prompts]
+print(f"prompts of {[len(p) for p in prompts]} tokens, prefill + 3 decode steps each")
+for block_size in (1, 4, 16):
+    report = compare_with_contiguous(lm, prompts, block_size, n_decode=3, reference=reference)
+    assert report.max_abs_error <= 1e-4
+    print(f"block size {block_size:>2}: max |paged − contiguous| = {report.max_abs_error:.3f} "
+          f"(≤ 1e-4: {report.max_abs_error <= 1e-4}), prefix tokens read from the cache: {report.cached_tokens}")
+
+# %% [markdown]
+# The second prompt reads its first 16 tokens' K and V from the first prompt's blocks; with small blocks the
+# third prompt (the first 12 tokens of the first) finds most of its tokens too, but never the last one, whose
+# logits it needs. The differences left (a few 1e-5 on logits of size ≈ 20) come from computing in batches of
+# another shape, which the contiguous cache shows too when it batches; a prompt that computes all its tokens
+# alone in its forward call gets bit-identical logits (`batched=False`).
+#
+# ## 12.6 Contiguous against paged, side by side
+#
+# One request, "What is 2 + 2?", allowed 64 tokens: it stops after 12. The contiguous cache of chapter 4
+# reserves prompt + 64 slots at once (grey line); the paged cache holds 16-token blocks (vLLM's default size),
+# one more each time the last one is full (orange). Both store exactly the same tokens (blue, and the dotted
+# orange line on top of it):
+
+# %%
+question = chats[1]
+params = tl.SamplingParams(temperature=0, max_tokens=64)
+contiguous_points = [data.cache_point(s.index, s.phase, s.cache) for s in tl.generation_steps(lm, [question], params)]
+engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=16))
+engine.run([question], params)
+paged_points = paged_cache_points(engine, request_id=0)
+assert [p.length for p in paged_points] == [p.length for p in contiguous_points]
+figures.cache_growth_figure(contiguous_points, paged=paged_points)
+
+# %%
+last_c, last_p = contiguous_points[-1], paged_points[-1]
+print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.bytes_allocated / 2**20:.2f} MiB, "
+      f"paged {last_p.capacity} slots = {last_p.bytes_allocated / 2**20:.2f} MiB")
+
+# %% [markdown]
+# ## Summary
+# - A contiguous cache reserves `prompt + max_tokens` per request: on the seed's 1000/500/800 example, 2300 slots
+#   for 900 tokens (61% wasted), and the free memory splits into holes.
+# - A paged cache is a pool of fixed-size blocks; a block table maps each request's logical blocks to physical
+#   ones, and a token's K and V sit at `table[p // bs] · bs + p % bs`.
+# - Blocks are handed out as a request grows and return to the pool when it finishes; the next request takes
+#   them, wherever they are.
+# - Requests with a common prefix share its full blocks (reference count > 1) and skip computing it.
+# - Waste is under one block per request; the logits are those of the contiguous cache (≤ 1e-4).
+#
+# ## Exercises
+# 1. Smaller blocks waste less, but each request needs a longer block table, and a real kernel reads more,
+#    smaller pieces. For the five requests of 12.3 (at their final lengths), compute the slots allocated, the
+#    slots wasted and the block-table entries for block sizes 1, 4, 16 and 64.
+# 2. What happens when the pool is too small? Run the five requests of 12.3 at once with 24 blocks of 4 tokens.
+#    Do they still get the tokens they got before?
+# 3. A prompt of exactly 16 tokens is sent twice, with blocks of 16. How many of its tokens does the second
+#    request find in the cache, and why not all of them?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: waste shrinks with the block size (at most bs − 1 slots per request), while the table grows
+# (one entry per block). vLLM's default of 16 keeps both small.
+lengths = [s.prompt_len + s.output_len - 1 for s in run.requests]  # the last token is sampled, never stored
+print(f"tokens per request: {lengths}, {sum(lengths)} in all")
+print(f"{'block size':>10} {'allocated':>9} {'wasted':>7} {'table entries':>13}")
+for bs in (1, 4, 16, 64):
+    blocks = [BlockManager(1, bs).blocks_for(n) for n in lengths]  # ceil(n / bs)
+    allocated = sum(blocks) * bs
+    print(f"{bs:>10} {allocated:>9} {(allocated - sum(lengths)) / allocated:>7.1%} {sum(blocks):>13}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: the scheduler preempts the newest running request when a decode step finds no free block: its
+# blocks are freed and it goes back to the queue, to be recomputed later (vLLM's "recompute" preemption).
+# Every request still gets the same tokens; the cost is the recomputed work.
+small = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=24))
+small_run = small.run(chats, tl.SamplingParams(temperature=0, max_tokens=32))
+assert [o.token_ids for o in small_run.outputs] == [o.token_ids for o in run.outputs]  # the same tokens
+for record in small_run.timeline:
+    for rid in record.preempted:
+        back = next(r for r in small_run.timeline if r.index > record.index and any(p[0] == rid for p in r.prefill))
+        (_, _, n), = [p for p in back.prefill if p[0] == rid]
+        print(f"iteration {record.index}: no free block for a decode, request {rid} preempted; "
+              f"back in iteration {back.index}, where it prefilled {n} tokens again (prompt + output so far, "
+              f"less what the prefix cache still held)")
+print(f"{small_run.iterations} iterations with 24 blocks; the outputs are the same as with 28")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: none. The last prompt token must be computed to get the logits of the first output token, so at
+# most (tokens − 1) // block_size full blocks are reused: (16 − 1) // 16 = 0. With 17 tokens, one block (16).
+cache_engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=16))
+for n in (16, 17):
+    prompt = text[:n]
+    cache_engine.run([prompt], tl.SamplingParams(temperature=0, max_tokens=1))  # first time: fills the cache
+    again = cache_engine.run([prompt], tl.SamplingParams(temperature=0, max_tokens=1))
+    print(f"{n} tokens sent twice: the second found {again.requests[0].num_cached_tokens} in the cache")

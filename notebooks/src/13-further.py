@@ -1,0 +1,316 @@
+# %% [markdown]
+# # Chapter 13 · Further: reuse, speculation, compression
+#
+# **What you will see.** Four ideas that serving engines build on top of the previous chapters, each run on
+# the bundled model and measured honestly — including where it does not pay off on this model and this CPU:
+# reusing the KV cache of a shared prefix across requests; CacheBlend, which reuses the KV cache of text that
+# is *not* a prefix and recomputes a few tokens; speculative decoding; and an int8 KV cache. The chapter ends
+# with the seeds' table of optimisations and where each one appears in this course.
+#
+# **What you will learn.**
+# - **Prefix caching**: how a block is named by its tokens *and everything before them*, and what a shared
+#   system prompt saves.
+# - **CacheBlend**: why precomputed chunks cannot simply be glued together, and how recomputing about 15% of
+#   the tokens recovers most of the quality (the seed's number, measured).
+# - **Speculative decoding**: a cheap draft proposes, the model checks several tokens in one call; what the
+#   acceptance rate must be for it to pay.
+# - **KV cache quantisation**: a quarter of the memory for a small, measurable error.
+
+# %%
+import plotly.io as pio
+import torch
+
+import teachllm as tl
+from teachllm.serving import (Int8KVCache, ServingConfig, ServingEngine, acceptance_table, blend, block_hash,
+                              int8_error, precompute_chunk, quality_table, quantize_int8, shift_keys,
+                              speculative_generate)
+from teachllm.serving.bench import DOCUMENTS, QUESTION
+from teachllm.viz.serving import blend_quality_figure
+
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+torch.manual_seed(0)
+torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove it to use every core)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+
+# %% [markdown]
+# ## 13.1 Prefix caching across requests
+#
+# Many requests start the same way: a chat template and a system prompt, a few-shot preamble, a long
+# document everyone asks about. The K and V of a token depend only on that token and the tokens *before* it,
+# so a prefix computed for one request is valid for every request that starts with it. Chapter 12 showed
+# requests sharing blocks while they ran; here the cache outlives the requests.
+#
+# A full block is named by a **chained hash**: `h_i = hash(h_{i−1}, tokens of block i)`. The name includes
+# the whole prefix, because the same 16 tokens after different text have different K and V:
+
+# %%
+system = ("You are a patient tutor for a course on how large language models generate text. Answer in one short "
+          "sentence with simple words, and say so when you do not know the answer.")
+questions = ["What is a token?", "What does the KV cache store?", "Why is decode slow?"]
+chats = [tok.encode(tok.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": q}]))
+         for q in questions]
+common = next(i for i, column in enumerate(zip(*chats, strict=False)) if len(set(column)) > 1)
+print(f"prompts of {[len(c) for c in chats]} tokens; the first {common} are the same (template + system prompt)")
+
+ids = chats[0]
+h0 = block_hash(None, ids[:16])  # block 0: tokens 0–15
+h1 = block_hash(h0, ids[16:32])  # block 1: tokens 16–31, after block 0
+print("block 1 named again from the same tokens, after the same block 0:", h1 == block_hash(h0, ids[16:32]))
+print("the same 16 tokens at the start of a sequence get another name:  ", h1 == block_hash(None, ids[16:32]))
+
+# %% [markdown]
+# The first question is served alone; the other two arrive after it has finished. The engine's block manager
+# keeps freed blocks with their names until it needs the memory, so the later requests find the system
+# prompt's full blocks:
+
+# %%
+engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=64, enable_prefix_caching=True))
+greedy = tl.SamplingParams(temperature=0, max_tokens=16)
+runs = [engine.run(chats[:1], greedy), engine.run(chats[1:], greedy)]
+for run in runs:
+    for stats, out in zip(run.requests, run.outputs, strict=True):
+        assert out.token_ids == lm.generate(chats[stats.request_id], greedy).token_ids  # reuse changes nothing
+        prefilled = sum(n for r in run.timeline for rid, _, n in r.prefill if rid == stats.request_id)
+        print(f"request {stats.request_id}: {stats.prompt_len} prompt tokens, {stats.num_cached_tokens:>2} found in "
+              f"the cache, {prefilled} computed")
+manager = engine.block_manager
+print(f"prefix-cache hit rate: {manager.num_hit_tokens} of {manager.num_queried_tokens} prompt tokens looked up "
+      f"= {manager.prefix_hit_rate:.1%}")
+print("block 0 of the first request is in the cache under its name:", h0 in manager.hash_to_block)
+
+# %% [markdown]
+# The shared part is 44 tokens long, but only **full** blocks are shared: two blocks of 16, 32 tokens per
+# request. The outputs are exactly those of `lm.generate`. In vLLM this is `enable_prefix_caching`; SGLang
+# keeps the same kind of cache in a radix tree. Prefix caching only ever helps a *prefix*: a document that
+# comes second, after a different first document, is not found (exercise 1). That is the problem CacheBlend
+# takes on.
+#
+# ## 13.2 CacheBlend: reusing what is not a prefix
+#
+# Retrieval-augmented generation builds prompts as `document 1 + document 2 + … + question`, with documents
+# that come back in request after request, in any order. The idea: compute each document's K and V **once,
+# alone**, store them, and for a new prompt place the stored caches one after another. Two things are wrong
+# with that:
+#
+# 1. **Positions.** A stored key was rotated by RoPE for position *p* inside its document, but it now sits at
+#    *p* + offset. Rotations add up, so one more rotation by the offset repairs it exactly (`shift_keys`).
+# 2. **Cross-attention.** A document computed alone never attended to the documents before it, so from the
+#    second layer on its K and V differ from those of a full prefill. Only computing repairs that.
+#
+# Both, checked on two of the documents:
+
+# %%
+chunks = [tok.encode(d) for d in DOCUMENTS]
+first, second = chunks[0], chunks[1]
+full = lm.new_cache(max_len=len(first) + len(second))
+lm.prefill(first + second, full)  # the reference: a full prefill of both
+alone = precompute_chunk(lm, second)  # the second document computed alone, from position 0
+moved = shift_keys(lm, alone.k, offset=len(first))  # [L, n_kv, n, d]: keys rotated to their new positions
+for layer in (0, 1, 15, 29):
+    stored = full.keys(layer)[0, :, len(first):]  # [n_kv, n, d]
+    print(f"layer {layer:>2}: max |key| error  as stored {float((alone.k[layer] - stored).abs().max()):6.3f}, "
+          f"after the shift {float((moved[layer] - stored).abs().max()):6.3f}")
+torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=1e-4, rtol=1e-4)
+
+# %% [markdown]
+# In layer 0 the shift makes the keys exact (a token's layer-0 key depends on nothing else); from layer 1 on
+# the missing cross-attention shows. **CacheBlend** (Yao et al., EuroSys 2025) recomputes a small share *r*
+# of the tokens in every layer and reuses the rest. It picks the tokens whose K and V deviate most from what
+# a full prefill would give, the *high-KV-deviation* (HKVD) tokens: teachllm recomputes layers 0 and 1 for
+# all tokens, measures each token's deviation at layer 1, and from layer 2 on recomputes only the *r·N*
+# tokens with the largest one. Compute spent, in token-layers: (2·N + 28·*r*·N) / (30·N).
+#
+# Quality is measured on the question that follows the documents (27 tokens, with its answer): the KL
+# divergence of its next-token distributions from those after a full prefill, how often both pick the same
+# next token, and its perplexity. HKVD selection against the same number of random tokens:
+
+# %%
+suffix = tok.encode(QUESTION)
+print(f"{len(chunks)} documents of {[len(c) for c in chunks]} tokens, then the question: {QUESTION!r}")
+rows = quality_table(lm, chunks, suffix, ratios=(0.0, 0.05, 0.15, 0.3, 0.5, 1.0))
+print(f"\n{'select':<10}{'r':>5}{'compute':>9}{'KL':>8}{'top-1':>7}{'perplexity':>11}")
+for r in rows:
+    select = "—" if r.ratio in (0.0, 1.0) else r.select
+    print(f"{select:<10}{r.ratio:>5.2f}{r.recompute_fraction:>9.3f}{r.kl:>8.4f}{r.top1_agreement:>7.3f}{r.ppl:>11.3f}")
+print(f"(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity after a full prefill {rows[0].ppl_full:.3f})")
+
+# %%
+blend_quality_figure(rows)
+
+# %% [markdown]
+# Reusing the stored caches as they are (r = 0) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
+# Recomputing the seed's ~15% of the tokens with HKVD selection — 21% of a full prefill's compute, since two
+# layers are recomputed in full — removes three quarters of the KL; the same number of random tokens removes
+# a third of it. (The perplexity, over only 27 tokens, is noisier and does not fall at every step.) Which
+# tokens did HKVD pick?
+
+# %%
+context = sum(chunks, [])
+hkvd = blend(lm, [precompute_chunk(lm, c) for c in chunks], ratio=0.15)
+starts = {sum(len(c) for c in chunks[:i]): i + 1 for i in range(len(chunks))}
+print(f"{len(hkvd.selected)} of {len(context)} tokens recomputed in layers 2–29:")
+print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in starts
+               else repr(tok.token_text(context[p])) for p in hkvd.selected))
+
+# %% [markdown]
+# Mostly the first tokens of documents 2, 3 and 4 (`Document`, ` `, `2`, `:` …). Computed alone, each of
+# them was at the very start of a sequence, where a model parks attention it does not need elsewhere (an
+# "attention sink"); in the blended prompt they are in the middle, and their K and V change the most. Those
+# few tokens carry most of the error. (A real system also saves the time to *load* the stored caches; on a
+# GPU CacheBlend overlaps that loading with the recompute.)
+#
+# ## 13.3 Speculative decoding
+#
+# Decode is memory-bound: a forward call over 4 tokens costs little more than over 1, since the weights are
+# read once either way (chapter 11). Speculative decoding spends that slack: a cheap **draft** model proposes
+# γ tokens one by one, and the model (the **target**) checks them all in **one** call over γ + 1 tokens.
+# With greedy decoding:
+#
+# - the target's choices after `[last token, p₁, …, p_γ]` are t₀ … t_γ;
+# - accept p₁, p₂, … while pᵢ = tᵢ₋₁; at the first mismatch take the target's own choice instead (or, if all
+#   γ were accepted, one bonus token t_γ).
+#
+# Every call yields 1 to γ + 1 tokens, and the output is exactly the target's greedy output. It pays when the
+# draft is much cheaper than the target and its proposals are often accepted. Without a second checkpoint,
+# teachllm's draft is the model itself running only some of its layers: the first k (an early exit, as in
+# LayerSkip), or all but some middle ones (as in Draft & Verify). Three drafts, γ = 3, 12 tokens:
+
+# %%
+prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Explain why the sky is blue."}]))
+drafts = {"first 24 layers": 24, "first 29 layers": 29, "layers 0–9 and 20–29": list(range(10)) + list(range(20, 30))}
+spec = acceptance_table(lm, prompt, max_tokens=12, drafts=tuple(drafts.values()), gammas=(3,))
+print(f"{'draft':<22}{'acceptance':>11}{'tokens per target call':>24}{'= greedy output':>17}")
+for name, r in zip(drafts, spec, strict=True):
+    assert r["same_as_greedy"]
+    print(f"{name:<22}{r['acceptance_rate']:>11.2f}{r['tokens_per_target_call']:>24.2f}{str(r['same_as_greedy']):>17}")
+
+# %% [markdown]
+# Every draft gives exactly the greedy tokens, as the rule guarantees. But these drafts are poor: SmolLM2 was
+# not trained to exit early, so even 29 of its 30 layers agree with the full model on only about a quarter of
+# the proposals, and the middle-skipped draft almost never. An early-exit draft needs training for it
+# (LayerSkip); real deployments use a small model of the same family, or extra heads trained to draft (Medusa,
+# EAGLE). On the clock, here:
+
+# %% tags=["nbval-ignore-output"]
+for name, r in zip(drafts, spec, strict=True):
+    print(f"{name:<22} {r['seconds']:5.2f} s against greedy {r['greedy_seconds']:5.2f} s: speed-up {r['speedup']:.2f}×")
+
+# %% [markdown]
+# A speed-up below 1: the draft costs most of a full model per proposal, and with 1.2 to 1.7 tokens per target
+# call the verification calls save too little. On a CPU a call over 4 tokens is also not as cheap as it would
+# be on a GPU. The rule of thumb: with acceptance rate α and γ proposals, a target call yields
+# (1 − α^(γ+1)) / (1 − α) tokens on average (for independent acceptances), and the draft must cost a small
+# fraction of the target for the saved calls to show.
+#
+# ## 13.4 A KV cache in int8
+#
+# Decode reads the whole KV cache every step, and the cache limits how many requests fit (chapter 12). Storing
+# K and V in 8 bits instead of 32 cuts both. `Int8KVCache` quantises each head of each token on its own:
+# scale = max |x| / 127, q = round(x / scale), so each value is off by at most half a step. On one token's
+# keys from a real prefill:
+
+# %%
+cache = lm.new_cache(max_len=len(prompt))
+lm.prefill(prompt, cache)
+k = cache.keys(10)[0, :, -1]  # layer 10, last prompt token: [n_kv, d]
+q, scale = quantize_int8(k)
+error = (q.float() * scale - k).abs()
+assert (error <= scale / 2 + 1e-6).all()
+for head in range(lm.config.n_kv_heads):
+    print(f"KV head {head}: first values {[round(v, 3) for v in k[head, :4].tolist()]} → int8 "
+          f"{q[head, :4].tolist()}, scale {float(scale[head]):.4f}, max error {float(error[head].max()):.4f}")
+
+# %% [markdown]
+# The same greedy decode with the float32 cache and with the int8 cache, fed the same tokens (16 steps):
+
+# %%
+result = int8_error(lm, prompt, n_decode=16)
+print(f"bytes per token: {result['bytes_per_token_int8']:,} instead of {result['bytes_per_token_fp']:,} "
+      f"({result['memory_ratio']:.1%}: d int8 values + one float32 scale per head, against 4·d bytes)")
+print(f"max |logit difference| {result['max_abs_logit_diff']:.2f} (logits are of size ≈ 20), mean KL "
+      f"{result['mean_kl']:.4f}, same top-1 token in {result['top1_agreement']:.0%} of the steps")
+print(f"free-running int8 greedy decode: the same tokens as float32 for {result['greedy_tokens_identical']} "
+      f"of {result['n_decode']} steps")
+print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**20:.1f} MiB in int8 against "
+      f"{tl.cost.kv_cache_bytes(lm.config, 1024) / 2**20:.1f} MiB in float32")
+
+# %% [markdown]
+# A quarter of the memory, the same greedy text here, and a next-token distribution that moves very little.
+# Engines offer this as an fp8 KV cache (vLLM's `kv_cache_dtype="fp8"`); the saved memory becomes a larger
+# batch (chapter 11) or a longer context.
+#
+# ## 13.5 Where each optimisation acts
+#
+# The seeds close with a table: prefill is limited by compute, decode by memory, and some methods help both.
+# Here it is with the place in this course where each is shown, and the ideas of this chapter added:
+#
+# | phase | limited by | optimisation | in this course |
+# | --- | --- | --- | --- |
+# | prefill | compute | operator fusion, FlashAttention | chapter 10 places prefill on the roofline; teachllm's fast path calls PyTorch's fused `scaled_dot_product_attention` (FlashAttention kernels on a GPU), the traced path writes attention out (chapter 3) |
+# | prefill | compute | compute less: prefix caching, CacheBlend | 13.1, 13.2 |
+# | prefill | latency of others | chunked prefill | chapter 11 |
+# | decode | memory bandwidth | batching, continuous batching | chapter 11 |
+# | decode | memory capacity | paged KV cache | chapter 12 |
+# | decode | memory | KV cache compression and quantisation | 13.4 |
+# | both | — | quantisation of the weights | not run here: the bundled checkpoint is stored in 4 bits (GGUF) but de-quantised to float32 when loaded |
+# | both | — | speculative decoding | 13.3 |
+#
+# The interview answer in the seeds adds model and data parallelism (several GPUs), outside the scope of a
+# single-CPU course.
+#
+# ## Summary
+# - Prefix caching names each full block by its tokens and everything before them; a shared system prompt is
+#   computed once and found by later requests (here 32 prompt tokens per request), with identical outputs.
+# - Precomputed chunks placed after other text need their keys rotated (exact) and their cross-attention
+#   restored (not possible without computing). CacheBlend's HKVD selection, at the seed's 15% of the tokens,
+#   removes most of the quality loss for about a fifth of the prefill compute; random selection does much worse.
+# - Speculative decoding keeps the target's exact output; it pays only with a draft that is cheap *and* agrees
+#   often. Layer-dropping drafts of this untrained-for-it model agree rarely, and the speed-up here is below 1.
+# - An int8 KV cache takes 27% of the float32 memory at a small logit error.
+#
+# ## Exercises
+# 1. Send "document 1 + document 2 + question" and then "document 2 + document 1 + question" to an engine with
+#    prefix caching. How many tokens does the second request find in the cache? And "document 1 + document 3 +
+#    question"?
+# 2. CacheBlend recomputes layers 0 and 1 in full (`full_layers=2`) before choosing tokens. What happens with
+#    `full_layers=1`, choosing by the deviation at layer 0 — at r = 0.15, for HKVD?
+# 3. With the 29-layer draft, try γ = 1, 2, 4 and 6 (12 tokens). How do the acceptance rate and the tokens per
+#    target call change, and why does a larger γ not keep helping?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: only blocks whose whole prefix matches are found. "doc 2 + doc 1" starts differently, so nothing
+# is found, although both documents were computed a moment before. "doc 1 + doc 3" shares document 1 (31 tokens)
+# and the token after it ("Document", with which documents 2 and 3 both begin): two full blocks of 16.
+docs_engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=64))
+question = tok.encode(" Question: who studies octopuses?", add_special_tokens=False)
+one = tl.SamplingParams(temperature=0, max_tokens=1)
+for order in ((0, 1), (1, 0), (0, 2)):
+    prompt_ids = sum((chunks[i] for i in order), []) + question
+    run = docs_engine.run([prompt_ids], one)
+    print(f"documents {order[0] + 1} + {order[1] + 1} + question: {len(prompt_ids)} tokens, "
+          f"{run.requests[0].num_cached_tokens} found in the cache")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: at layer 0 a token's K and V do not depend on the other tokens (up to the position shift, which
+# is exact), so every deviation there is ~0 and the choice is no better than chance; the deviation becomes
+# informative at layer 1, where the missing cross-attention first shows.
+from teachllm.serving.cacheblend import compare_logits, logits_after  # noqa: E402
+
+stored = [precompute_chunk(lm, c) for c in chunks]
+reference = lm.forward(context + suffix)[0, len(context):]  # full prefill: logits over the question
+for full_layers in (1, 2):
+    b = blend(lm, stored, ratio=0.15, full_layers=full_layers)
+    q = compare_logits(reference, logits_after(lm, b.k, b.v, suffix), suffix)
+    print(f"full_layers={full_layers}: max deviation {float(b.deviation.max()):8.4f}, compute "
+          f"{b.recompute_fraction:.3f}, KL {q['kl']:.4f}, perplexity {q['ppl']:.3f}")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: a larger γ proposes more tokens per call, but each further proposal is accepted only if all the
+# earlier ones were, so the tokens per call level off while the draft's work keeps growing linearly.
+for gamma in (1, 2, 4, 6):
+    r = speculative_generate(lm, prompt, max_tokens=12, draft_layers=29, gamma=gamma)
+    print(f"γ = {gamma}: acceptance {r.acceptance_rate:.2f}, {r.tokens_per_target_call:.2f} tokens per target call, "
+          f"{r.target_calls} target calls, {r.proposed} draft proposals")
