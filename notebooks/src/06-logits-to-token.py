@@ -1,0 +1,533 @@
+# %% [markdown]
+# # Chapter 6 · From logits to a token
+#
+# **What you will see.** The model's last layer gives a *score* for each of the 49,152 entries in its
+# vocabulary. A *decoding strategy* turns those scores into one token. We take the scores of a real model
+# for two prompts, one where the model is sure of the next word and one where many words fit, and apply
+# each rule to them in turn: greedy decoding, temperature, top-k, top-p, min-p, and then several rules at
+# once, in the order transformers and vLLM apply them. The examples in the seeds and the lecture are
+# recomputed with teachllm's own functions. At the end, an explorer lets you move the sliders yourself.
+#
+# **What you will learn.**
+# - **Logits** are unnormalised scores; softmax turns them into probabilities.
+# - **Greedy** decoding takes the most likely token; **sampling** draws one from the distribution.
+# - **Temperature** makes the distribution sharper or flatter. It is the only rule here that changes its
+#   *shape*. **Top-k**, **top-p** and **min-p** only *cut* the list of candidates.
+# - The order of the rules matters: transformers applies temperature → top-k → top-p → min-p, while vLLM
+#   applies min-p before top-k and top-p. The same settings can then give different distributions.
+# - Which settings suit which task: the seeds' table of presets, run on one prompt.
+
+# %%
+import math
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import torch
+
+import teachllm as tl
+from teachllm import sampling, viz
+
+pio.renderers.default = "plotly_mimetype"  # JupyterLab draws the figures itself: nothing comes from a CDN
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok = lm.tokenizer
+
+
+def show(probs, names, digits=3):
+    """Print a short probability vector next to its token names."""
+    print("  ".join(f"{n}: {float(p):.{digits}f}" for n, p in zip(names, probs, strict=True)))
+
+
+def top_tokens(logits, n=6):
+    """The n most likely tokens of one row of logits, as 'token p' strings."""
+    probs = logits.softmax(dim=-1)  # [V]
+    top = torch.topk(probs, n)
+    return ", ".join(f"{tok.token_text(int(i))!r} {float(p):.3f}" for p, i in zip(top.values, top.indices, strict=True))
+
+
+# %% [markdown]
+# ## 6.1 Logits and probabilities
+#
+# The model's forward pass ends with the LM head: one score per vocabulary entry, for the position after
+# the last prompt token. These scores are the **logits**. They can be any real number, and only their
+# differences matter. Softmax turns them into probabilities:
+#
+# p_i = exp(z_i) / Σ_j exp(z_j)
+#
+# We use two prompts throughout this chapter. After "The capital of France is" the model is nearly sure of
+# the next word. After "Once upon a time, there was a" many words fit.
+
+# %%
+sure_ids = tok.encode("The capital of France is")
+open_ids = tok.encode("Once upon a time, there was a")
+sure = viz.next_token_logits(lm, sure_ids)  # [V] float32: one prefill, the logits after the last token
+open_ = viz.next_token_logits(lm, open_ids)  # [V]
+print("logits:", tuple(open_.shape), "= one score per vocabulary entry")
+for name, logits in (("sure", sure), ("open", open_)):
+    top = torch.topk(logits, 5)
+    print(f"{name}: largest logits", [f"{tok.token_text(int(i))!r} {float(z):.2f}" for z, i in
+                                      zip(top.values, top.indices, strict=True)])
+
+# %% [markdown]
+# Softmax turns them into probabilities that sum to 1. Adding the same number to every logit changes
+# nothing, because softmax only sees differences:
+
+# %%
+for name, logits in (("sure", sure), ("open", open_)):
+    probs = logits.softmax(dim=-1)  # [V]
+    print(f"{name}: {top_tokens(logits)}")
+    print(f"      sum = {float(probs.sum()):.4f}, entropy = {viz.data.entropy_bits(logits):.3f} bits")
+shifted = (open_ + 100.0).softmax(dim=-1)
+print("softmax(logits + 100) == softmax(logits):", torch.allclose(shifted, open_.softmax(dim=-1), atol=1e-6))
+
+# %% [markdown]
+# **Entropy** (in bits) measures how spread out a distribution is: 0 bits when one token has all the
+# probability, log₂ 49,152 ≈ 15.6 bits when every token is equally likely. The "sure" prompt has about
+# 2 bits, the "open" one about 8.
+#
+# ## 6.2 Greedy decoding
+#
+# The simplest strategy takes the most likely token, `argmax(logits)`. It is deterministic: the same input
+# always gives the same output. That suits factual answers, but a greedy model can loop (chapter 7) and
+# never surprises anyone. In teachllm, `temperature=0` means greedy, as in vLLM:
+
+# %%
+greedy = tl.SamplingParams(temperature=0)
+for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
+    processed = sampling.process_logits(logits, greedy, ids, [])  # no penalties are set: unchanged
+    token = int(sampling.sample(processed[None], greedy)[0])  # [1] → int
+    assert token == int(logits.argmax())
+    print(f"{name}: greedy picks {tok.token_text(token)!r}")
+
+# %% [markdown]
+# ## 6.3 Temperature
+#
+# Temperature divides the logits by T before softmax: p_i ∝ exp(z_i / T).
+#
+# | temperature | effect | used for |
+# | --- | --- | --- |
+# | T < 1 | differences grow: sharper, more deterministic | factual answers |
+# | T = 1 | the model's own distribution | general use |
+# | T > 1 | differences shrink: flatter, more varied | creative writing |
+#
+# Here is the "open" prompt at several temperatures. The lecture's rules of thumb are T = 0.1–0.5 for
+# summaries and question answering, T = 0.7–1.3 for creative writing and brainstorming.
+
+# %%
+print(f"{'T':>6} {'entropy':>8}  most likely tokens")
+for T in (0.1, 0.3, 0.5, 0.7, 1.0, 1.3, 2.0, 5.0, 100.0):
+    scaled = sampling.apply_temperature(open_, T)  # logits / T
+    print(f"{T:>6} {viz.data.entropy_bits(scaled):>8.3f}  {top_tokens(scaled, 4)}")
+print(f"uniform over all {tok.vocab_size:,} tokens: {math.log2(tok.vocab_size):.3f} bits")
+
+# %% [markdown]
+# The two ends are the lecture's limits. As T → 0, all the probability moves to the argmax and sampling
+# becomes greedy decoding. As T → ∞, every logit divided by T goes to 0 and the distribution becomes
+# uniform. At T = 100 the entropy is within 0.001 bits of uniform: every token has about the same chance.
+#
+# Entropy against temperature, for both prompts:
+
+# %%
+temperatures = [round(0.05 * 1.2**i, 4) for i in range(30)]  # 0.05 … about 10, evenly spaced on a log axis
+fig = go.Figure(layout=dict(template="plotly_white", height=380,
+                            title="Entropy of the next-token distribution against temperature",
+                            xaxis=dict(type="log", title="temperature T"),
+                            yaxis=dict(title="entropy (bits)", range=[0, 18.5])))
+for name, logits in (("The capital of France is", sure), ("Once upon a time, there was a", open_)):
+    H = [round(viz.data.entropy_bits(sampling.apply_temperature(logits, T)), 2) for T in temperatures]  # bits
+    fig.add_scatter(x=temperatures, y=H, mode="lines+markers", name=name)
+fig.add_hline(y=round(math.log2(tok.vocab_size), 4), line_dash="dash", annotation_text="uniform: log₂ V")
+for (low, high), color, task in (((0.1, 0.5), "#9ecae1", "QA, summaries"), ((0.7, 1.3), "#fdae6b", "creative")):
+    fig.add_vrect(x0=low, x1=high, fillcolor=color, opacity=0.25, line_width=0)  # the lecture's ranges
+    fig.add_annotation(x=round(math.log10(low), 4), y=17.5, text=task, showarrow=False, xanchor="left")  # log axis
+fig
+
+# %% [markdown]
+# The same temperature does different things to the two prompts. At T = 0.5 the "sure" prompt is almost
+# greedy (0.08 bits), while the "open" one still spreads over several tokens (3.9 bits).
+#
+# **Why the lecture introduces temperature.** Logits are unnormalised preferences, and models are often
+# overconfident, so their output lacks variety. Top-k and top-p (next sections) cannot fix that: they only
+# remove candidates, and the survivors keep their relative odds. Temperature is a continuous control over
+# the *shape* of the distribution, between stable and creative, and is usually the first setting to tune.
+# Compare the odds between the two best tokens of the "open" prompt after a top-k cut and after a
+# temperature:
+
+# %%
+a, b = torch.topk(open_, 2).indices.tolist()  # the two most likely tokens
+for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_k(open_, 10)),
+                      ("after T = 0.5", sampling.apply_temperature(open_, 0.5))):
+    p = logits.softmax(dim=-1)
+    print(f"{label:<18} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}"
+          f"   odds = {float(p[a] / p[b]):.3f}")
+
+# %% [markdown]
+# Top-k raises both probabilities but keeps their odds (1.18). T = 0.5 squares them (1.18² ≈ 1.39).
+#
+# ## 6.4 Top-k sampling
+#
+# Top-k keeps the k most likely tokens, sets every other logit to −∞, and samples from what is left after
+# softmax renormalises it. The seed's example has k = 3:
+
+# %%
+seed_probs = torch.tensor([0.40, 0.30, 0.15, 0.10, 0.05])
+seed_logits = seed_probs.log()  # any logits with these probabilities; softmax(log p) = p
+names = ["A", "B", "C", "D", "E"]
+after = sampling.apply_top_k(seed_logits, 3).softmax(dim=-1)
+print("original:  ", end="")
+show(seed_probs, names, 2)
+print("top-3:     ", end="")
+show(seed_probs.masked_fill(after == 0, 0), names, 2)
+print("normalised:", end="")
+show(after, names, 2)
+assert torch.allclose(after, torch.tensor([0.47, 0.35, 0.18, 0.0, 0.0]), atol=0.005)
+
+# %% [markdown]
+# Each survivor is divided by the mass that is kept, 0.40 + 0.30 + 0.15 = 0.85, so 0.40 becomes 0.47.
+#
+# The lecture's example is a Chinese prompt, 南京大学计算机学院的课程有 ("the courses of Nanjing University's
+# computer science school include"), with next words {算法 (algorithms): 0.4, 操作系统 (operating systems): 0.3,
+# 计算机 (computers): 0.2, 数据 (data): 0.05, …}. The remaining 0.05 is spread over every other word; here it
+# is one entry, "…". With k = 2 only two continuations are possible:
+
+# %%
+course_words = ["算法", "操作系统", "计算机", "数据", "…"]
+course_logits = torch.tensor([0.4, 0.3, 0.2, 0.05, 0.05]).log()
+for k in (2, 1):
+    probs = sampling.apply_top_k(course_logits, k).softmax(dim=-1)
+    print(f"k = {k}: ", end="")
+    show(probs, course_words)
+params = tl.SamplingParams(temperature=1.0, top_k=2)
+draws = sampling.sample(sampling.process_logits(course_logits, params, [], [])[None].expand(10, -1), params,
+                        torch.Generator().manual_seed(0))  # 10 draws, [10]
+for i in draws.tolist()[:4]:
+    print("南京大学计算机学院的课程有" + course_words[i])
+print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolist()}))
+
+# %% [markdown]
+# With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
+#
+# Two details from transformers' `TopKLogitsWarper`, which teachllm follows: k counts logits, and every
+# token that ties with the k-th largest logit survives; k = 0 switches top-k off.
+
+# %%
+tied = torch.tensor([0.40, 0.20, 0.15, 0.15, 0.10]).log()
+print("k = 3 with a tie at the boundary keeps", int(sampling.apply_top_k(tied, 3).isfinite().sum()), "tokens")
+
+# %% [markdown]
+# The weakness of top-k is that k is fixed. On the live logits, the same k keeps most of the probability
+# after the "sure" prompt and only a small part of it after the "open" one:
+
+# %%
+for name, logits in (("sure", sure), ("open", open_)):
+    probs = logits.softmax(dim=-1)
+    for k in (3, 10, 50):
+        kept = sampling.apply_top_k(logits, k).isfinite()  # [V] True where the token survives
+        print(f"{name}: top-{k:<3} keeps {float(probs[kept].sum()):.3f} of the probability")
+
+# %% [markdown]
+# After the "sure" prompt, three tokens already hold 85% of the probability, and k = 50 lets in 47 more that
+# the model gives about 1% or less each. After the "open" prompt, even 50 tokens hold only 60%, and k = 3
+# keeps 16%: it throws away most of the words that fit.
+#
+# ## 6.5 Top-p (nucleus) sampling
+#
+# Top-p keeps the smallest set of most likely tokens whose probabilities add up to at least p, so the
+# number of candidates adapts to the distribution. The seed's example has p = 0.9:
+
+# %%
+after = sampling.apply_top_p(seed_logits, 0.9).softmax(dim=-1)
+kept = after > 0
+print("sorted:     ", end="")
+show(seed_probs, names, 2)
+print("cumulative: ", end="")
+show(seed_probs.cumsum(0), names, 2)
+print(f"top-p 0.9 keeps {int(kept.sum())} tokens holding {float(seed_probs[kept].sum()):.2f} of the probability")
+print("normalised: ", end="")
+show(after, names, 3)
+
+# %% [markdown]
+# After three tokens the cumulative probability is 0.85, not yet 0.9. The fourth token crosses 0.9 and is
+# **kept**, so the nucleus holds 0.95. transformers writes the rule the other way round, and teachllm
+# follows it: sort the tokens from least to most likely, and remove those whose cumulative sum is ≤ 1 − p.
+# The most likely token always survives. The reference example has [.1, .2, .3, .4] and p = 0.6, and
+# both .3 and .4 survive:
+
+# %%
+ref_probs = torch.tensor([0.1, 0.2, 0.3, 0.4])
+print("p = 0.6 keeps", sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tolist())
+for p in (0.3, 0.5, 0.75, 0.9, 0.96):
+    print(f"seed example, p = {p:<4}: {int(sampling.apply_top_p(seed_logits, p).isfinite().sum())} tokens kept")
+
+# %% [markdown]
+# On the live logits, the same p keeps a handful of tokens after the "sure" prompt and hundreds after the
+# "open" one:
+
+# %%
+for p in (0.5, 0.9, 0.95):
+    n_sure = int(sampling.apply_top_p(sure, p).isfinite().sum())
+    n_open = int(sampling.apply_top_p(open_, p).isfinite().sum())
+    print(f"top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}")
+
+# %% [markdown]
+# Top-p sees the distribution *after* temperature, so the two are coupled. The lecture's advice is to fix
+# one and then tune the other, otherwise it is hard to tell which setting caused a change. With top-p 0.9
+# on the "open" prompt:
+
+# %%
+for T in (0.5, 1.0, 1.5):
+    n = int(sampling.apply_top_p(sampling.apply_temperature(open_, T), 0.9).isfinite().sum())
+    print(f"T = {T}: top-p 0.9 keeps {n:>5} tokens")
+
+# %% [markdown]
+# ## 6.6 Min-p
+#
+# Min-p removes every token whose probability is less than min_p times the top token's probability:
+# remove i if p_i < min_p · max_j p_j. The threshold is relative, so it tightens when the model is sure and
+# loosens when it is not:
+
+# %%
+for name, logits in (("sure", sure), ("open", open_)):
+    top_p_ = float(logits.softmax(dim=-1).max())
+    n = int(sampling.apply_min_p(logits, 0.1).isfinite().sum())
+    print(f"{name}: top token p = {top_p_:.3f}, min-p 0.1 keeps tokens with p ≥ {0.1 * top_p_:.4f}: {n} tokens")
+
+# %% [markdown]
+# ## 6.7 Several rules at once, and their order
+#
+# Engines apply the rules one after another, each to the output of the previous one. In transformers,
+# `GenerationMixin._get_logits_processor` (in `generation/utils.py`) builds the list. The penalties come
+# first (chapter 7), and then, only when sampling: temperature → top-k → top-p → min-p. Here is the list it
+# builds. Its classes live in `generation/logits_process.py`, and the model is a tiny random one, because
+# only the list matters:
+
+# %%
+import transformers  # noqa: E402  (imported here: this is the only section that needs it)
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+hf_tiny = LlamaForCausalLM(LlamaConfig(vocab_size=tok.vocab_size, hidden_size=8, intermediate_size=16,
+                                       num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1))
+settings = dict(temperature=0.7, top_k=50, top_p=0.9, min_p=0.05, repetition_penalty=1.1)
+hf_processors = hf_tiny._get_logits_processor(generation_config=GenerationConfig(do_sample=True, **settings),
+                                              input_ids_seq_length=len(open_ids))
+print(" → ".join(type(p).__name__ for p in hf_processors))
+
+# %% [markdown]
+# teachllm's `process_logits` applies the same rules in the same order. On the live logits it gives the same
+# result as transformers' own list:
+
+# %%
+hf_out = hf_processors(torch.tensor([open_ids]), open_[None].clone())[0]  # [V]
+ours = sampling.process_logits(open_, tl.SamplingParams(**settings), open_ids, [])  # [V]
+assert torch.equal(hf_out.isfinite(), ours.isfinite())
+assert torch.allclose(hf_out[ours.isfinite()], ours[ours.isfinite()], atol=1e-5)
+print(f"same {int(ours.isfinite().sum())} surviving tokens, same logits: {top_tokens(ours, 5)}")
+
+# %% [markdown]
+# **Top-k and top-p together** (the lecture's "top-k + top-p sampling"). transformers applies top-k first,
+# and top-p then works on the renormalised survivors. The other order can give a different result. On the
+# seed's distribution with k = 3 and p = 0.8:
+
+# %%
+k_then_p = sampling.apply_top_p(sampling.apply_top_k(seed_logits, 3), 0.8).softmax(dim=-1)
+p_then_k = sampling.apply_top_k(sampling.apply_top_p(seed_logits, 0.8), 3).softmax(dim=-1)
+print("top-k, then top-p (transformers):", end=" ")
+show(k_then_p, names)
+print("top-p, then top-k:               ", end=" ")
+show(p_then_k, names)
+
+# %% [markdown]
+# After top-3 the probabilities are [.47, .35, .18], and the first two already reach 0.8. On the original
+# distribution 0.8 needs three tokens.
+#
+# **Min-p: transformers and vLLM disagree.** vLLM applies temperature → min-p → top-k → top-p, so min-p
+# comes *before* top-k and top-p. teachllm follows transformers in `process_logits`. To get vLLM's order we
+# call the same functions in vLLM's order:
+
+# %%
+def vllm_order(logits, p: tl.SamplingParams):
+    """vLLM's sampler order for the filters: /T → min-p → top-k → top-p (teachllm's functions)."""
+    out = sampling.apply_temperature(logits, p.temperature)
+    out = sampling.apply_min_p(out, p.min_p)
+    out = sampling.apply_top_k(out, p.top_k)
+    return sampling.apply_top_p(out, p.top_p)
+
+
+params = tl.SamplingParams(temperature=1.0, top_p=0.8, min_p=0.3)
+hf_order = sampling.process_logits(seed_logits, params, [], []).softmax(dim=-1)
+print("transformers: top-p 0.8, then min-p 0.3:", end=" ")
+show(hf_order, names)
+print("vLLM:         min-p 0.3, then top-p 0.8:", end=" ")
+show(vllm_order(seed_logits, params).softmax(dim=-1), names)
+
+# %% [markdown]
+# In transformers, top-p 0.8 keeps A, B and C (cumulative .40, .70, .85). Min-p 0.3 then asks for
+# p ≥ 0.3 × 0.47 = 0.14 among the renormalised [.47, .35, .18], and all three pass. In vLLM, min-p comes
+# first: its threshold 0.3 × 0.40 = 0.12 removes D and E. Top-p 0.8 then meets the renormalised
+# [.47, .35, .18], and two tokens are enough. Same settings, different distributions. On live logits, with
+# the "chat" preset plus min-p 0.05:
+
+# %%
+params = tl.SamplingParams(temperature=0.8, top_k=40, top_p=0.9, min_p=0.05)
+for name, logits in (("sure", sure), ("open", open_)):
+    n_hf = int(sampling.process_logits(logits, params, [], []).isfinite().sum())
+    n_vllm = int(vllm_order(logits, params).isfinite().sum())
+    print(f"{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}")
+
+# %% [markdown]
+# ## 6.8 The presets: one setting per task
+#
+# The seed's table of parameter combinations, with the value `teachllm.viz.PRESETS` picks inside each range:
+#
+# | task | temperature | top-p | top-k | preset |
+# | --- | --- | --- | --- | --- |
+# | code generation | 0.1–0.3 | – | – | `code` |
+# | factual QA | 0.0–0.5 | 0.9 | – | `factual QA` |
+# | chat | 0.7–0.9 | 0.9 | 40 | `chat` |
+# | creative writing | 1.0–1.2 | 0.95 | 50 | `creative` |
+# | brainstorming | 1.5–2.0 | 0.98 | 100 | `brainstorm` |
+#
+# Each preset on the same chat prompt, with the same seed. The first two columns describe the first step:
+# how many tokens survive the filters, and the entropy of what is left.
+
+# %%
+for name, preset in viz.PRESETS.items():
+    print(f"{name:<11} {preset}")
+question = tok.apply_chat_template([{"role": "user", "content": "Write one sentence about the sea."}])
+q_ids = tok.encode(question)
+q_logits = viz.next_token_logits(lm, q_ids)
+
+# %%
+print(f"{'preset':<11}{'survive':>8}{'bits':>6}  text (seed 0, 16 tokens)")
+for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
+    params = tl.SamplingParams(**preset, seed=0, max_tokens=16)
+    d = viz.distribution(q_logits, params, q_ids)
+    out = lm.generate(q_ids, params)
+    print(f"{name:<11}{d.n_kept:>8,}{d.entropy_after:>6.2f}  {out.text!r}")
+
+# %% [markdown]
+# `code` sets no filter, so all 49,152 tokens survive. At T = 0.2, though, nearly all the probability sits
+# on one token (0.00 bits), and yet within 16 steps the text leaves the greedy path. `factual QA` cuts the
+# first step down to one token. From there down the table, more tokens survive each row and the text grows
+# more varied. `brainstorm` has nearly 5 bits at the first step and soon stops making sense. A sampled text
+# depends on the seed: change it and run again.
+#
+# ## 6.9 Explore
+#
+# The same view twice. First a static figure, which the book reuses: the "chat" preset on the sea prompt.
+# Light bars are the model's probabilities, grey where a rule removed the token. Dark bars are the
+# probabilities after processing. The orange line is the cumulative probability that top-p cuts.
+
+# %%
+labels_of = viz.labeller(tok)  # ids → readable token labels
+d = viz.distribution(q_logits, tl.SamplingParams(**viz.PRESETS["chat"]), q_ids, labels_of=labels_of)
+viz.distribution_figure(d)
+
+# %% [markdown]
+# Then the explorer. It runs the model once and, when a slider moves, reruns `process_logits` on the same
+# logits. Pick a preset, move temperature, top-k, top-p and min-p, and press *sample* to draw a token with
+# the seed shown.
+
+# %%
+viz.DistributionExplorer(lm, question)
+
+# %% [markdown]
+# ## Summary
+# - The model gives logits, and softmax turns them into probabilities. A decoding strategy then picks one
+#   token.
+# - Greedy takes the argmax. It is top-k with k = 1, and `temperature=0` in teachllm and vLLM.
+# - Temperature divides the logits by T. T → 0 approaches greedy and T → ∞ approaches uniform. It is the
+#   only rule that changes the odds between tokens.
+# - Top-k keeps a fixed number of tokens (seed: [.40, .30, .15, .10, .05] → [.47, .35, .18, 0, 0]). Top-p
+#   keeps the smallest set that reaches p, and the token that crosses p stays (p = 0.9 keeps four tokens,
+#   0.95 of the mass). Min-p keeps tokens within a factor of the best one. Top-p and min-p adapt to how
+#   sure the model is; top-k does not.
+# - Order matters. transformers runs temperature → top-k → top-p → min-p; vLLM runs min-p before top-k
+#   and top-p.
+#
+# ## Exercises
+# 1. (Seed exercise 2.) Is `temperature = 0` the same as greedy decoding? Try dividing the logits by 0. Then
+#    sample at T = 0.5, 0.1 and 0.01 and count how often you get the greedy token. What happens when two
+#    tokens tie for the top? What does transformers say to `do_sample=True, temperature=0`?
+# 2. Temperature keeps the ranking of tokens. Does it change *which* tokens top-k keeps? Which tokens top-p
+#    keeps?
+# 3. Section 6.7 showed that min-p gives different results before and after top-p. Is the same true for
+#    min-p and top-k? Check many settings on the live logits and explain what you find.
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1, part 1: logits / 0 is not a distribution. Positive logits become +inf, negative ones -inf,
+# and softmax of several +inf is inf - inf = NaN. teachllm refuses T = 0 in apply_temperature; like vLLM
+# (T < 1e-5), SamplingParams treats it as greedy.
+divided = open_ / 0.0  # [V]
+print("logits / 0:", int(divided.isinf().sum()), "infinite values; softmax gives",
+      int(divided.softmax(dim=-1).isnan().sum()), "NaNs")
+try:
+    sampling.apply_temperature(open_, 0.0)
+except ValueError as error:
+    print("teachllm:", error)
+print("SamplingParams(temperature=0).greedy =", tl.SamplingParams(temperature=0).greedy,
+      f"| T = 1e-6 is greedy too: {tl.SamplingParams(temperature=1e-6).greedy} (threshold {sampling.GREEDY_BELOW})")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1, part 2: as T → 0, sampling concentrates on the argmax. 500 draws from the "open" prompt at
+# each temperature, with teachllm's sampler:
+greedy_token = int(open_.argmax())
+for T in (0.5, 0.1, 0.01):
+    params = tl.SamplingParams(temperature=T)
+    processed = sampling.process_logits(open_, params, open_ids, [])  # [V]
+    draws = sampling.sample(processed[None].expand(500, -1), params, torch.Generator().manual_seed(0))  # [500]
+    share = float((draws == greedy_token).float().mean())
+    print(f"T = {T:<4}: {share:6.1%} of draws are the greedy token {tok.token_text(greedy_token)!r}, "
+          f"{draws.unique().numel()} different tokens drawn")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1, part 3: a tie. argmax always returns the first of two equal logits; sampling at any T > 0,
+# however small, splits between them. So "T → 0" and "greedy" differ exactly when the top is tied.
+tie = torch.tensor([3.0, 3.0, 1.0])
+params = tl.SamplingParams(temperature=0.01)
+draws = sampling.sample(sampling.process_logits(tie, params, [], [])[None].expand(1000, -1), params,
+                        torch.Generator().manual_seed(0))
+print("greedy:", int(tie.argmax()), "| T = 0.01, 1,000 draws:", torch.bincount(draws, minlength=3).tolist())
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1, part 4: transformers refuses. With do_sample=True it builds a TemperatureLogitsWarper, and
+# that rejects 0 and points to greedy decoding (do_sample=False).
+try:
+    hf_tiny.generate(torch.tensor([[1, 2, 3]]), do_sample=True, temperature=0.0, max_new_tokens=1, pad_token_id=0)
+except ValueError as error:
+    print("transformers:", error)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: top-k keeps the same tokens at every temperature (dividing by T > 0 keeps the order of the
+# logits). Top-p does not: it looks at probabilities, and temperature changes them.
+for T in (0.5, 1.0, 2.0):
+    scaled = sampling.apply_temperature(open_, T)
+    same_k = torch.equal(sampling.apply_top_k(scaled, 40).isfinite(), sampling.apply_top_k(open_, 40).isfinite())
+    n_p = int(sampling.apply_top_p(scaled, 0.9).isfinite().sum())
+    print(f"T = {T}: top-k 40 keeps the same 40 tokens as at T = 1: {same_k};  top-p 0.9 keeps {n_p} tokens")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 3: min-p and top-k commute. Both keep a token by a test that renormalising cannot change: its
+# rank (top-k) and its ratio to the best token, p_i / p_max (min-p). So either order keeps the tokens that
+# pass both. Top-p looks at cumulative mass, which renormalising does change, so min-p and top-p do not
+# commute.
+differ = {"top-k": 0, "top-p": 0}
+n = 0
+for logits in (sure, open_):
+    for T in (0.7, 1.5):
+        for min_p in (0.05, 0.2):
+            for k, p in ((5, 1.0), (20, 1.0), (100, 1.0), (0, 0.5), (0, 0.8), (0, 0.95)):
+                scaled = sampling.apply_temperature(logits, T)
+                if k:
+                    a = sampling.apply_top_k(sampling.apply_min_p(scaled, min_p), k)
+                    b = sampling.apply_min_p(sampling.apply_top_k(scaled, k), min_p)
+                else:
+                    a = sampling.apply_top_p(sampling.apply_min_p(scaled, min_p), p)
+                    b = sampling.apply_min_p(sampling.apply_top_p(scaled, p), min_p)
+                differ["top-k" if k else "top-p"] += not torch.equal(a.isfinite(), b.isfinite())
+                n += 1
+print(f"{n} settings: the order changed the surviving tokens in {differ['top-k']} with min-p + top-k "
+      f"and in {differ['top-p']} with min-p + top-p")

@@ -1,0 +1,599 @@
+# %% [markdown]
+# # Chapter 10 · What it costs
+#
+# **What you will see.** We count the work of prefill and decode, first with the lecture's formula for a
+# textbook layer, then exactly for the real model, and check the count against PyTorch's own FLOP counter.
+# Next we count the bytes each phase has to read and measure the two limits of the machine you are on: how
+# fast it multiplies and how fast it reads memory. The two phases then land on a **roofline**. Finally we
+# time the seeds' claims: prefill is compute-bound, decode is memory-bound, and batching decode is almost
+# free.
+#
+# **What you will learn.**
+# - How to count the FLOPs of a transformer layer: 24bsh² + 4bs²h for the textbook layer, and what changes
+#   for a real Llama-style model (grouped-query attention, SwiGLU, the LM head).
+# - Why prefill and decode cost the same bytes but very different FLOPs, and what **arithmetic intensity**
+#   (FLOPs per byte) says about the bottleneck.
+# - How to read a roofline, and why **batching** raises decode throughput almost for free until the KV
+#   cache gets large.
+# - Where **TTFT** and **tokens/s** come from.
+#
+# Cells that time something are marked: their output differs on every machine and every run.
+
+# %%
+import plotly.io as pio
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+import teachllm as tl
+from teachllm import cost, viz
+from teachllm.roofline import PhasePoint, format_points
+
+pio.renderers.default = "plotly_mimetype"  # JupyterLab draws the figures itself: nothing comes from a CDN
+torch.manual_seed(0)
+lm = tl.load()  # the bundled SmolLM2-135M-Instruct
+tok, config = lm.tokenizer, lm.config
+print(f"h = {config.hidden_size}, L = {config.n_layers}, n_h = {config.n_heads}, n_kv = {config.n_kv_heads}, "
+      f"d = {config.head_dim}, f = {config.intermediate_size}, V = {config.vocab_size:,}, "
+      f"{config.n_params / 1e6:.1f}M parameters, {lm.dtype}")
+
+# %% [markdown]
+# ## 10.1 Counting one matrix multiplication
+#
+# The lecture starts from one rule. To multiply an m×k matrix by a k×n matrix, each of the m·n results
+# needs k multiplications and k − 1 additions, about **2·m·k·n FLOPs** (floating-point operations) in all.
+# PyTorch's `FlopCounterMode` uses the same rule. Here it is on the shape of this model's query projection
+# for a 37-token prompt, [37, 576] @ [576, 576]:
+
+# %%
+m, k, n = 37, config.hidden_size, config.hidden_size
+x, w = torch.randn(m, k), torch.randn(k, n)
+with FlopCounterMode(display=False) as counter:
+    x @ w
+print(f"2·m·k·n = {2 * m * k * n:,}   FlopCounterMode: {counter.get_total_flops():,}")
+
+# %% [markdown]
+# ## 10.2 The lecture's derivation: one layer, 24bsh² + 4bs²h
+#
+# The symbols: batch b, sequence length s, hidden size h, heads n_h, head dim h_d = h / n_h. The lecture's
+# layer is a textbook (GPT-style) one: every head has its own K and V, and the MLP goes h → 4h → h. Its
+# matmuls, one at a time:
+#
+# | step | shapes | FLOPs |
+# | --- | --- | --- |
+# | Q, K, V = x·W_Q, x·W_K, x·W_V | [b, s, h] · [h, h], three times | 3 · 2bsh² = **6bsh²** |
+# | scores = Q·Kᵀ, per head | [b, n_h, s, h_d] · [b, n_h, h_d, s] | 2·b·n_h·s²·h_d = **2bs²h** |
+# | scores·V, per head | [b, n_h, s, s] · [b, n_h, s, h_d] | **2bs²h** |
+# | output projection | [b, s, h] · [h, h] | **2bsh²** |
+# | MLP up | [b, s, h] · [h, 4h] | **8bsh²** |
+# | MLP down | [b, s, 4h] · [4h, h] | **8bsh²** |
+# | **layer** | | **24bsh² + 4bs²h** |
+#
+# Softmax, normalisation and the activation are not matmuls and are left out, as in the lecture. Now with
+# numbers: b = 1, s = 37 (the chat prompt of chapter 1) and this model's h = 576. `cost.textbook_flops`
+# computes the same layer, and we write each formula out next to it:
+
+# %%
+b, s, h = 1, 37, config.hidden_size
+book = cost.textbook_flops(config, seq_len=s, batch_size=b).per_op  # FLOPs of one textbook layer, per matmul
+steps = [("Q, K, V projections", ["q_proj", "k_proj", "v_proj"], "6bsh²", 6 * b * s * h**2),
+         ("Q·Kᵀ", ["qk"], "2bs²h", 2 * b * s**2 * h),
+         ("scores·V", ["pv"], "2bs²h", 2 * b * s**2 * h),
+         ("output projection", ["o_proj"], "2bsh²", 2 * b * s * h**2),
+         ("MLP, h → 4h → h", ["up_proj", "down_proj"], "16bsh²", 16 * b * s * h**2)]
+for name, ops, formula, by_hand in steps:
+    counted = sum(book[op] for op in ops)
+    assert counted == by_hand
+    print(f"{name:<22}{formula:>8} = {by_hand:>15,}")
+layer = 24 * b * s * h**2 + 4 * b * s**2 * h
+assert layer == sum(book.values())
+print(f"{'one layer':<22}{'':>8} = {layer:>15,}   (24bsh² + 4bs²h)")
+print(f"{config.n_layers} layers: {config.n_layers * layer / 1e9:.3f} GFLOP")
+
+# %% [markdown]
+# The 24bsh² part grows linearly with the prompt; the 4bs²h part (attention) grows with its square. With
+# s = 37 and h = 576, the linear part is 24 · 576 / (4 · 37) ≈ 93 times larger.
+#
+# **Decode.** The lecture goes on: without a cache, the second token would run the same layer on s + 1
+# tokens, the third on s + 2, and so on, each time paying the quadratic cost again. With the KV cache, a
+# decode step runs one new token (s = 1) against T = s + 1 keys: 24bh² + 4bTh per layer. For the token after
+# our 37-token prompt:
+
+# %%
+without_cache = cost.textbook_flops(config, seq_len=s + 1).total  # the whole sequence again
+with_cache = cost.textbook_flops(config, seq_len=1, context_len=s + 1).total  # one query, s + 1 keys
+print(f"recompute all {s + 1} tokens: {without_cache / 1e9:.3f} GFLOP;  one cached decode step: "
+      f"{with_cache / 1e9:.4f} GFLOP;  {without_cache / with_cache:.0f}× less")
+
+# %% [markdown]
+# ## 10.3 The seed's estimate for Llama-7B
+#
+# The inference-flow seed estimates the FLOPs of Llama-7B for a 1,000-token prompt with two small
+# functions. Here they are as the seed writes them, with its printed numbers:
+
+# %%
+def estimate_prefill_flops(prompt_len, hidden_size, num_layers, num_heads):
+    """The seed's estimate of prefill FLOPs (inference-flow §3.3)."""
+    # attention: O(n^2 * d)
+    attn_flops = 2 * prompt_len * prompt_len * hidden_size * num_layers
+    # FFN: O(n * d * 4d)
+    ffn_flops = 2 * prompt_len * hidden_size * 4 * hidden_size * num_layers
+    total_flops = attn_flops + ffn_flops
+    return total_flops
+
+
+def decode_step_flops(seq_len, hidden_size, num_layers):
+    """The seed's estimate of one decode step (inference-flow §4.3)."""
+    # attention: only the last token; its Q against every K: O(seq_len * d)
+    attn_flops = 2 * seq_len * hidden_size * num_layers
+    # FFN: only the last token
+    ffn_flops = 2 * hidden_size * 4 * hidden_size * num_layers
+    return attn_flops + ffn_flops
+
+
+flops = estimate_prefill_flops(1000, 4096, 32, 32)  # Llama-7B, prompt_len = 1000
+print(f"Prefill FLOPs: {flops / 1e12:.2f} TFLOPs")
+prefill_1000 = estimate_prefill_flops(1000, 4096, 32, 32)
+decode_step = decode_step_flops(1000, 4096, 32)
+print(f"Prefill (1000 tokens): {prefill_1000 / 1e9:.2f} GFLOPs")
+print(f"Single Decode step: {decode_step / 1e9:.2f} GFLOPs")
+print(f"Ratio: {prefill_1000 / decode_step:.0f}x")
+
+# %% [markdown]
+# The ratio is right: prefill of 1,000 tokens costs about 1,000 decode steps. The totals are about three
+# times too small, though, because the estimate leaves out most of the layer. Put it next to the lecture's
+# layer and the exact count for Llama-2-7B's shape (h = 4096, 32 layers, 32 heads, a SwiGLU MLP of width
+# 11,008, 32,000-token vocabulary):
+
+# %%
+llama_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
+                          n_kv_heads=32, head_dim=128, max_position_embeddings=4096)  # Llama-2-7B's config.json
+s7, h7, L7 = 1000, 4096, 32
+seed_terms = {"Q·Kᵀ and scores·V": 2 * s7**2 * h7 * L7, "Q, K, V, O projections": 0,
+              "MLP": 2 * s7 * h7 * 4 * h7 * L7, "LM head": 0}
+groups = {"Q·Kᵀ and scores·V": ["qk", "pv"], "Q, K, V, O projections": ["q_proj", "k_proj", "v_proj", "o_proj"],
+          "MLP": ["gate_proj", "up_proj", "down_proj"], "LM head": ["lm_head"]}
+book_7b = cost.textbook_flops(llama_7b, s7).by_op()
+exact_7b = cost.prefill_flops(llama_7b, s7).by_op()
+print(f"{'TFLOP, 1,000-token prefill':<28}{'seed':>8}{'lecture':>9}{'exact':>8}")
+for name, ops in groups.items():
+    print(f"{name:<28}{seed_terms[name] / 1e12:>8.3f}{sum(book_7b[o] for o in ops) / 1e12:>9.3f}"
+          f"{sum(exact_7b[o] for o in ops) / 1e12:>8.3f}")
+print(f"{'total':<28}{sum(seed_terms.values()) / 1e12:>8.3f}{sum(book_7b.values()) / 1e12:>9.3f}"
+      f"{sum(exact_7b.values()) / 1e12:>8.3f}")
+print(f"rule of thumb 2 · N · tokens (N = {llama_7b.n_params / 1e9:.2f}B parameters): "
+      f"{2 * llama_7b.n_params * s7 / 1e12:.3f} TFLOP")
+print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).total / 1e9:.2f} GFLOP "
+      f"(seed: {decode_step / 1e9:.2f})")
+
+# %% [markdown]
+# What the seed leaves out:
+# - the four projections Q, K, V and O (8sh² per layer, a third of the linear work);
+# - half of the MLP: it counts h → 4h but not 4h → h. Llama's SwiGLU MLP even has three matrices of width
+#   11,008: 6·s·h·f, which is more than the lecture's 16sh²;
+# - half of attention: Q·Kᵀ, but not scores·V;
+# - the LM head (small here: the engine runs it for the last position only).
+#
+# The exact count and the rule of thumb "2 FLOPs per parameter per token" agree, because almost every
+# parameter is used in exactly one multiply-add per token. Attention is the exception: it has no parameters
+# and grows with s.
+#
+# ## 10.4 The exact count for the model at hand
+#
+# `cost.prefill_flops` and `cost.decode_flops` count every matmul of the real model, per layer and per
+# operation (the formulas are in the docstring of `teachllm/cost.py`). Prefill of the 37-token prompt, then
+# the decode step that follows it (38 keys):
+
+# %%
+prefill_37 = cost.prefill_flops(config, 37)
+print(prefill_37)
+print()
+print(cost.decode_flops(config, 38))
+
+# %% [markdown]
+# In prefill the three MLP matrices do three quarters of the work. In a decode step the LM head stands out
+# (21%): prefill runs it once for 37 tokens, and decode runs it once for every token. Next to the lecture's
+# formula:
+
+# %%
+print(cost.format_comparison(cost.compare_with_textbook(config, 37)))
+
+# %% [markdown]
+# Why the two differ:
+# - **GQA.** 9 query heads share 3 KV heads, so K and V have width 3 · 64 = 192, not 576. Their projections
+#   cost a third.
+# - **SwiGLU** has a third matrix (the gate), which the textbook MLP lacks.
+# - **f ≠ 4h.** The MLP is 1,536 wide, not 4 · 576 = 2,304, so up and down cost two thirds each.
+# - **The LM head**, 2·h·V per projected position, is outside the layer formula.
+#
+# Here the differences nearly cancel: the exact count is 0.90 of the textbook's.
+#
+# ## 10.5 Checking the count against PyTorch
+#
+# An independent check: run a real prefill under `FlopCounterMode` and let PyTorch count what it executes.
+# We pass a `Trace` so that attention runs as two plain matmuls (`attention_by_hand` in `teachllm/model.py`),
+# which the counter sees.
+
+# %%
+chat_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}]))
+assert len(chat_ids) == 37
+with FlopCounterMode(display=False) as counter:
+    lm.prefill(chat_ids, lm.new_cache(max_len=37), trace=tl.Trace())
+counts = counter.get_flop_counts()  # {module name: {operator: FLOPs}}
+print(f"FlopCounterMode: {counter.get_total_flops():,}   teachllm.cost: {prefill_37.total:,}")
+assert counter.get_total_flops() == prefill_37.total
+
+per_op = prefill_37.per_op  # one layer
+print("\nlayer 0, operation by operation:")
+for op in ("q_proj", "k_proj", "v_proj", "o_proj"):
+    print(f"  {op:<22}{sum(counts[f'Transformer.layers.0.self_attn.{op}'].values()):>13,}{per_op[op]:>13,}")
+attention = sum(v for key, v in counts["Transformer.layers.0.self_attn"].items() if str(key) != "aten.mm")
+print(f"  {'qk + pv (bmm)':<22}{attention:>13,}{per_op['qk'] + per_op['pv']:>13,}")
+for op in ("gate_proj", "up_proj", "down_proj"):
+    print(f"  {op:<22}{sum(counts[f'Transformer.layers.0.mlp.{op}'].values()):>13,}{per_op[op]:>13,}")
+
+# %% [markdown]
+# Every matmul agrees to the FLOP. Two things to know about the counter:
+# - It counts matmul-like operators only. Softmax, RMSNorm, RoPE, SiLU, the elementwise product of
+#   SwiGLU, the residual additions and the embedding lookup all count 0. They cost a few operations per
+#   element of [s, h] or [n_h, s, T] tensors, which is small next to 2 FLOPs per weight per token, but it
+#   is not zero, and these operations read and write memory.
+# - It counts only the kernels it knows. Without a `Trace`, teachllm runs attention with PyTorch's fused
+#   `scaled_dot_product_attention`, and on this CPU build the counter sees nothing of it:
+
+# %%
+with FlopCounterMode(display=False) as counter:
+    lm.prefill(chat_ids, lm.new_cache(max_len=37))  # the fast path: fused attention
+print(f"fast path counted: {counter.get_total_flops():,}")
+print(f"teachllm.cost without attention: {prefill_37.total - prefill_37.attention:,}")
+
+# %% [markdown]
+# The same check for one decode step, after the prompt: one query against 38 keys.
+
+# %%
+cache = lm.new_cache(max_len=38)
+token = lm.prefill(chat_ids, cache).argmax(-1)
+with FlopCounterMode(display=False) as counter:
+    lm.decode_step(token, cache, trace=tl.Trace())
+assert counter.get_total_flops() == cost.decode_flops(config, 38).total
+print(f"decode step: FlopCounterMode {counter.get_total_flops():,} = teachllm.cost "
+      f"{cost.decode_flops(config, 38).total:,}")
+
+# %% [markdown]
+# ## 10.6 How much of prefill is attention?
+#
+# Attention is the only part that grows with s²; everything else grows with s. For short prompts it is a
+# small share:
+
+# %%
+for n in (37, 300, 1000, 4096, 8192):
+    f = cost.prefill_flops(config, n)
+    print(f"{n:>5} tokens: {f.total / 1e9:>9.1f} GFLOP, attention (Q·Kᵀ and scores·V) {f.attention_fraction:6.1%}")
+
+# %% [markdown]
+# At 37 tokens attention is about 1% of the work, and at 300 tokens about 9%. It passes half only at about
+# 3,000 tokens (exercise 1). These counts include the masked half of Q·Kᵀ, which the engine computes and
+# then hides. A kernel that skips masked blocks, such as FlashAttention, does about half of this attention
+# work.
+#
+# ## 10.7 Bytes, and FLOPs per byte
+#
+# A matmul also has to *read* its weights. Every forward call reads every weight matrix once, whether it
+# runs 1 token or 300. Attention also reads the K and V of every cached token, and the call writes the K and V
+# of its new tokens. `cost.prefill_cost` and `cost.decode_cost` count both sides. Their ratio is the
+# **arithmetic intensity**: FLOPs per byte moved.
+
+# %%
+print(f"{'call':<22}{'GFLOP':>8}{'weights MB':>11}{'KV read MB':>11}{'KV write MB':>12}{'FLOP/byte':>10}")
+for c in (cost.prefill_cost(config, 37, dtype=lm.dtype), cost.prefill_cost(config, 300, dtype=lm.dtype),
+          cost.decode_cost(config, 38, dtype=lm.dtype), cost.decode_cost(config, 301, dtype=lm.dtype),
+          cost.decode_cost(config, 301, batch_size=16, dtype=lm.dtype)):
+    name = f"{c.phase} {'s' if c.phase == 'prefill' else 'T'}={c.length}" + (f", b={c.batch_size}" * (c.batch_size > 1))
+    print(f"{name:<22}{c.flops / 1e9:>8.3f}{c.weight_bytes / 1e6:>11.1f}{c.kv_read_bytes / 1e6:>11.2f}"
+          f"{c.kv_write_bytes / 1e6:>12.3f}{c.intensity:>10.2f}")
+
+# %% [markdown]
+# Prefill and decode read the same 538 MB of weights (float32; the embedding matrix doubles as the LM head
+# and is counted once). Prefill does 37 or 300 tokens' worth of work with them, and a decode step does one.
+# Each weight is used for one multiply-add (2 FLOPs) per token, and a float32 weight is 4 bytes, so a
+# batch-1 decode step does **0.5 FLOP per byte** (about 1 in bfloat16). Prefill does about 0.4 × s: the
+# embedding matrix, a fifth of the weights, goes through the LM head for the last position only. A batch
+# of 16 decode steps reads the weights once and does 16 times the work.
+#
+# ## 10.8 The roofline of this machine
+#
+# Whether a computation waits for arithmetic or for memory depends on the machine's two limits:
+# - **peak FLOP/s**: how fast it multiplies (`measure_device` times a large matmul);
+# - **bandwidth**: how many bytes per second it moves to and from main memory (it times a large copy).
+#
+# attainable FLOP/s = min(peak, bandwidth × intensity)
+#
+# Below the **ridge point**, intensity = peak / bandwidth, a computation is memory-bound, and above it,
+# compute-bound. The measurement takes about a second. Its numbers depend on your machine and on what else
+# is running on it.
+
+# %% tags=["nbval-ignore-output"]
+device = cost.measure_device(lm.device, lm.dtype)
+print(device)
+print(cost.KNOWN_DEVICES["H100 SXM"], "for comparison")
+
+# %% [markdown]
+# Now the real model, timed: prefill at three prompt lengths and one decode step at batch 1 and 16
+# (`measure_phases`; a few seconds).
+
+# %% tags=["nbval-ignore-output"]
+points = cost.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,),
+                             device=device, reps=3, budget_s=1.0)
+print(format_points(points))
+
+# %% [markdown]
+# The static figure (the book's version) and the same view as a widget, whose *measure* button runs the
+# measurement again:
+
+# %% tags=["nbval-ignore-output"]
+viz.roofline_figure(device, points)
+
+# %% tags=["nbval-ignore-output"]
+roofline_view = viz.RooflineView(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,))
+viz.widgets.refresh(roofline_view.figure, viz.figures.roofline_spec(device, points))  # show the points above
+roofline_view
+
+# %% [markdown]
+# How to read it: decode points sit far to the left, at 0.5 FLOP/byte for batch 1 and about 6 for batch 16.
+# Prefill sits to the right, and the longer the prompt, the further right. A point can only be on or under
+# the roof. On a CPU the ridge is low, a few FLOP per byte, because a CPU has little arithmetic for its
+# memory bandwidth. A prefill of a few dozen tokens is then already compute-bound, and batch-1 decode is
+# deep in the memory-bound region.
+#
+# Usually the points do not reach the roof, and decode falls furthest short. A decode step runs hundreds of
+# small operations (30 layers of norms, projections, RoPE, attention and MLP), each with its own Python and
+# dispatch cost, and few of them are large enough to keep memory busy. The roof is an upper bound, not a
+# prediction.
+#
+# **On a GPU the picture shifts.** An H100's spec sheet gives 989 TFLOP/s in bfloat16 and 3.35 TB/s: compare
+# them with the numbers measured above. Its arithmetic outgrows its bandwidth far more than a CPU's does, so
+# its ridge is near 300 FLOP/byte. Where the roofline would put this model and Llama-7B there, computed from
+# the spec sheet and not measured:
+
+# %%
+h100 = cost.KNOWN_DEVICES["H100 SXM"]
+predicted = []
+print(f"{'':<28}{'FLOP/byte':>10}{'bound':>9}{'time at the roof':>18}")
+for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
+    for c in (cost.prefill_cost(cfg, 300, dtype="bf16"), cost.prefill_cost(cfg, 1000, dtype="bf16"),
+              cost.decode_cost(cfg, 1001, dtype="bf16"), cost.decode_cost(cfg, 1001, batch_size=64, dtype="bf16")):
+        seconds = c.flops / h100.attainable(c.intensity)
+        label = f"{name} {c.phase} " + (f"s={c.length}" if c.phase == "prefill" else f"b={c.batch_size}")
+        bound = "compute" if c.intensity >= h100.ridge else "memory"
+        print(f"{label:<28}{c.intensity:>10.1f}{bound:>9}{seconds * 1e3:>15.3f} ms")
+        if name == "Llama-7B":
+            predicted.append(PhasePoint(c.phase, c.batch_size, c.length, c.flops, c.bytes, seconds))
+fig = viz.roofline_figure(h100, predicted)
+fig.for_each_trace(lambda t: t.update(name=t.name.replace("(measured)", "(Llama-7B, predicted)")))
+fig
+
+# %% [markdown]
+# On an H100 a prefill is compute-bound only from a few hundred tokens on. In bfloat16 it does a little less
+# than 1 FLOP per byte per prompt token, so a 300-token prefill is still just below the ridge, and a
+# 1,000-token one is above it. Decode at batch 1 is far below, for both models, and even batch 64 does not
+# reach the ridge. The seeds' utilisation figures (prefill 50–80%, decode 10–30% of the GPU) are GPU
+# numbers for large models serving many requests, not something this CPU will show. There is one more
+# thing the roofline ignores. A batch-1 decode step of the small model on an H100 would need about 0.1 ms
+# of memory traffic, but it launches hundreds of kernels, each costing a few microseconds. Tiny models on
+# big GPUs are limited by launch overhead, not by the roof.
+#
+# ## 10.9 Prefill against decode, with numbers
+#
+# The seeds' comparison table, filled in for this model: a prefill of N = 300 tokens against the decode step
+# that follows it (T = 301 keys). First the columns that follow from counting:
+
+# %%
+N = 300
+pre, dec = cost.prefill_cost(config, N, dtype=lm.dtype), cost.decode_cost(config, N + 1, dtype=lm.dtype)
+pre_f, dec_f = cost.prefill_flops(config, N), cost.decode_flops(config, N + 1)
+pre16, dec16 = cost.prefill_cost(config, N, dtype="bf16"), cost.decode_cost(config, N + 1, dtype="bf16")
+d = config.head_dim
+
+
+def bound_on(device, c):
+    return "compute" if c.intensity >= device.ridge else "memory bandwidth"
+
+
+table = [
+    ("tokens per pass", f"{N}", "1"),
+    ("attention, per head", f"Q[{N}×{d}] × K[{N}×{d}]ᵀ → [{N}×{N}]",
+     f"Q[1×{d}] × K[{N + 1}×{d}]ᵀ → [1×{N + 1}]"),
+    ("attention FLOPs (O(N²d), O(Nd))", f"{pre_f.attention / 1e9:.3f} G", f"{dec_f.attention / 1e9:.4f} G"),
+    ("all FLOPs", f"{pre.flops / 1e9:.2f} G", f"{dec.flops / 1e9:.3f} G"),
+    ("memory read", f"weights {pre.weight_bytes / 1e6:.0f} MB", f"weights {dec.weight_bytes / 1e6:.0f} MB"
+                                                                  f" + KV {dec.kv_read_bytes / 1e6:.1f} MB"),
+    ("FLOP per byte, float32", f"{pre.intensity:.1f}", f"{dec.intensity:.2f}"),
+    ("FLOP per byte, bfloat16", f"{pre16.intensity:.1f}", f"{dec16.intensity:.2f}"),
+    (f"bottleneck on an H100 (ridge {h100.ridge:.0f})", bound_on(h100, pre16), bound_on(h100, dec16)),
+]
+print(f"{'':<36}{'prefill':<38}{'decode'}")
+for name, p, q in table:
+    print(f"{name:<36}{p:<38}{q}")
+
+# %% [markdown]
+# And the rows that need a clock, from the measurements of 10.8 (this machine, this run):
+
+# %% tags=["nbval-ignore-output"]
+p_pre = next(p for p in points if p.phase == "prefill" and p.length == N)
+p_dec = next(p for p in points if p.phase == "decode" and p.batch_size == 1)
+print(f"{'':<36}{'prefill':>12}{'decode':>12}")
+print(f"{'time':<36}{p_pre.seconds * 1e3:>9.1f} ms{p_dec.seconds * 1e3:>9.1f} ms")
+print(f"{'time per token':<36}{p_pre.seconds / N * 1e3:>9.2f} ms{p_dec.seconds * 1e3:>9.1f} ms")
+print(f"{'achieved GFLOP/s':<36}{p_pre.achieved_flops / 1e9:>12.1f}{p_dec.achieved_flops / 1e9:>12.2f}")
+print(f"{'utilisation: % of peak FLOP/s':<36}{p_pre.achieved_flops / device.peak_flops:>12.1%}"
+      f"{p_dec.achieved_flops / device.peak_flops:>12.1%}")
+print(f"{'bytes/s: % of measured bandwidth':<36}{p_pre.achieved_bandwidth / device.bandwidth:>12.1%}"
+      f"{p_dec.achieved_bandwidth / device.bandwidth:>12.1%}")
+for name, p in (("prefill", p_pre), ("decode", p_dec)):
+    print(f"bottleneck of {name} here: {bound_on(device, p)} "
+          f"({p.intensity:.1f} FLOP/byte, ridge {device.ridge:.1f})")
+
+# %% [markdown]
+# Prefill keeps the arithmetic units busy, while decode spends its time reading weights and uses a small
+# share of the peak. That is the seeds' table. The exact percentages are this machine's. On a shared CPU
+# they move from run to run, and even the "peak" is only what one 1536 × 1536 matmul reached.
+#
+# ## 10.10 The utilisation timeline
+#
+# The seeds draw a Gantt chart: one long, busy prefill bar, then many short, mostly idle decode steps. Here
+# it is measured. `PhaseTimeline` generates 12 tokens greedily after a 100-token prompt, times every step,
+# and divides each step's FLOPs by its time and by the device's peak.
+
+# %%
+long_prompt = " ".join(["The printing press spread across Europe in the fifteenth century, and books became "
+                        "cheap enough for ordinary readers."] * 5)
+print(len(tok.encode(long_prompt)), "prompt tokens")
+timeline_view = viz.PhaseTimeline(lm, long_prompt, tl.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True),
+                                  device=device)
+
+# %% tags=["nbval-ignore-output"]
+segments = timeline_view.measure()  # generate once and time each step
+for phase in ("prefill", "decode"):
+    seg = [x for x in segments if x.phase == phase]
+    print(f"{phase:<8} {len(seg):>2} step(s), {sum(x.seconds for x in seg) * 1e3:7.1f} ms in all, "
+          f"mean utilisation {sum(x.utilisation for x in seg) / len(seg):6.1%} of peak FLOP/s")
+viz.timeline_figure(segments)
+
+# %% tags=["nbval-ignore-output"]
+timeline_view  # the widget: "generate and time" measures again
+
+# %% [markdown]
+# ## 10.11 Batching decode
+#
+# The generation seed says that a decode step for one request reads all the weights (14 GB for a 7B model
+# in bfloat16) to produce one token, and that a batch of 32 reads them once for 32 tokens: 32 times the
+# work for the same bytes. Counted for this model at 301 keys:
+
+# %%
+print(f"{'batch':>5}{'GFLOP':>9}{'weights MB':>12}{'KV read MB':>12}{'FLOP/byte':>11}")
+for batch in (1, 4, 16, 32):
+    c = cost.decode_cost(config, N + 1, batch_size=batch, dtype=lm.dtype)
+    print(f"{batch:>5}{c.flops / 1e9:>9.2f}{c.weight_bytes / 1e6:>12.1f}{c.kv_read_bytes / 1e6:>12.1f}"
+          f"{c.intensity:>11.2f}")
+
+# %% [markdown]
+# The weights are read once whatever the batch. But each sequence reads its own KV cache, so "once for 32
+# tokens" holds only while the cache is small next to the weights. For the seed's own example, Llama-7B in
+# bfloat16 on an H100 at 1,000 tokens of context, the roofline predicts:
+
+# %%
+print(f"{'batch':>5}{'weights GB':>12}{'KV read GB':>12}{'FLOP/byte':>11}{'tokens/s':>10}{'× batch 1':>11}")
+base = None
+for batch in (1, 8, 32, 128):
+    c = cost.decode_cost(llama_7b, 1000, batch_size=batch, dtype="bf16")
+    tokens_per_s = batch * h100.attainable(c.intensity) / c.flops  # b tokens per step; step = FLOPs / attainable
+    base = base or tokens_per_s
+    print(f"{batch:>5}{c.weight_bytes / 1e9:>12.1f}{c.kv_read_bytes / 1e9:>12.1f}{c.intensity:>11.1f}"
+          f"{tokens_per_s:>10.0f}{tokens_per_s / base:>11.1f}")
+
+# %% [markdown]
+# At batch 32 the KV cache (16.8 GB) outweighs the weights, and throughput grows about 15 times, not 32.
+# Llama-2-7B has no grouped-query attention: every one of its 32 heads stores its own K and V. This is why
+# later models share KV heads, and why chapter 12 manages the cache in pages.
+#
+# Now measured on this machine. `teachllm.bench.batch_throughput` prefills a short prompt for 1, 4 and 16
+# sequences, times 4 greedy decode steps, and puts the roofline's prediction (from the roof measured in
+# 10.8) beside each:
+
+# %% tags=["nbval-ignore-output"]
+from teachllm.bench import Settings, batch_throughput  # noqa: E402
+
+rows = batch_throughput(lm, tok.encode("The capital of France is"),
+                        Settings(batch_sizes=(1, 4, 16), batch_steps=4, reps=2, budget_s=1.5), device)
+print(f"{'batch':>5}{'tokens/s':>10}{'× batch 1':>11}{'roofline tokens/s':>19}{'× batch 1':>11}")
+for r in rows:
+    print(f"{r['batch_size']:>5}{r['tokens_per_s']:>10.1f}{r['ratio_to_batch_1']:>11.2f}"
+          f"{r['predicted_tokens_per_s']:>19.1f}{r['predicted_ratio']:>11.2f}")
+
+# %% [markdown]
+# Batch 16 gives many times the tokens per second of batch 1, though less than 16 times. On a CPU the
+# ridge is low: at batch 16 decode already does about 6 FLOP per byte, near or past the ridge, so the
+# arithmetic starts to limit it. The roofline's own prediction grows less than 16 times for the same reason.
+# On a GPU, with its ridge near 300, the gain keeps growing to much larger batches. Either way, each
+# sequence waits for the whole batch, so batching buys throughput and costs a little latency per token.
+#
+# ## 10.12 TTFT and tokens per second
+#
+# The two metrics of chapter 1 follow from all this:
+# - **TTFT** (time to first token) is mostly one prefill. Prefill is compute-bound, so TTFT grows with the
+#   prompt's FLOPs: roughly linearly in its length, and faster once attention matters.
+# - **TPOT** (time per output token) is one decode step. A step is memory-bound, so at batch 1 it costs
+#   about one read of the weights and the cache, and **tokens/s** for one request is 1 / TPOT. A server's
+#   throughput is batch / step time, which batching raises.
+#
+# The roofline gives a lower bound for each. Compared with the measured timeline of 10.10:
+
+# %% tags=["nbval-ignore-output"]
+n_prompt = segments[0].tokens
+pre_cost = cost.prefill_cost(config, n_prompt, dtype=lm.dtype)
+dec_cost = cost.decode_cost(config, segments[-1].tokens, dtype=lm.dtype)
+ttft, tpot = segments[0].seconds, sum(x.seconds for x in segments[1:]) / (len(segments) - 1)
+print(f"TTFT ({n_prompt}-token prompt): measured {ttft * 1e3:7.1f} ms, roofline bound "
+      f"{pre_cost.flops / device.attainable(pre_cost.intensity) * 1e3:6.1f} ms (bound: {bound_on(device, pre_cost)})")
+print(f"TPOT:                     measured {tpot * 1e3:7.1f} ms, roofline bound "
+      f"{dec_cost.flops / device.attainable(dec_cost.intensity) * 1e3:6.1f} ms (bound: {bound_on(device, dec_cost)})")
+print(f"tokens/s for this request: {1 / tpot:.1f}; the roof allows "
+      f"{device.attainable(dec_cost.intensity) / dec_cost.flops:.1f}")
+
+# %% [markdown]
+# For Llama-7B on an H100, the same bounds give a TTFT of about 14 ms for a 1,000-token prompt and a TPOT of
+# about 4 ms (250 tokens/s) at batch 1, from the spec sheet (section 10.8). Real engines reach a good part
+# of that, which is why their optimisations split the same way as the seeds' table. Prefill gets faster
+# kernels (FlashAttention, fused operators). Decode gets bigger batches (continuous batching, chapter 11),
+# fewer bytes (KV-cache quantisation, GQA) and fewer steps (speculative decoding, chapter 13).
+#
+# ## Summary
+# - A matmul (m×k)·(k×n) costs 2mkn FLOPs. The lecture's layer costs 24bsh² + 4bs²h. The seed's Llama-7B
+#   estimate (4.56 TFLOPs for 1,000 tokens) leaves out the projections, half the MLP and half of attention:
+#   the exact count is 13.5 TFLOPs, about 2 FLOPs per parameter per token.
+# - The real model differs from the textbook: GQA shrinks K and V, SwiGLU adds a matrix, f ≠ 4h, and the
+#   LM head sits outside the layers. `FlopCounterMode` on a traced prefill agrees with `teachllm.cost` to
+#   the FLOP. It counts matmuls only, and not the fused attention kernel on this CPU.
+# - Attention is about 1% of prefill at 37 tokens and 9% at 300.
+# - Prefill and decode read the same weights. Prefill does s tokens of work with them, decode one, so
+#   decode does 0.5 FLOP/byte in float32 (about 1 in bfloat16) and is memory-bound. Prefill is compute-bound.
+# - Batching decode reuses each weight read for b tokens, until the KV cache dominates the bytes.
+# - TTFT follows prefill's FLOPs; TPOT follows decode's bytes.
+#
+# ## Exercises
+# 1. At what prompt length does attention (Q·Kᵀ and scores·V) reach half of this model's prefill FLOPs?
+#    And for Llama-7B? Derive it from the per-layer formulas first, then check with `cost.prefill_flops`.
+# 2. On an H100 (spec sheet, bfloat16), from which batch size does decode of this model at 1,000 tokens of
+#    context become compute-bound? What stops it?
+# 3. Time a decode step at 64 and at 2,048 tokens of context, at batch 1 and 16. Which one grows with the
+#    context, and why?
+#
+# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 1: per layer and token, the linear part costs 2·h·(n_h + 2·n_kv)·d + 2·n_h·d·h + 6·h·f and
+# attention 4·s·n_h·d. They are equal at s* = linear / (4·n_h·d); the LM head shifts this a little.
+for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
+    h_, d_, f_ = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size
+    linear = 2 * h_ * (cfg.n_heads + 2 * cfg.n_kv_heads) * d_ + 2 * cfg.n_heads * d_ * h_ + 6 * h_ * f_
+    s_star = linear / (4 * cfg.n_heads * d_)
+    first = next(n for n in range(1, 100_000) if cost.prefill_flops(cfg, n).attention_fraction >= 0.5)
+    print(f"{name}: formula s* = {s_star:,.0f} tokens; cost.prefill_flops first reaches 50% at {first:,} tokens")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution 2: never. The weights are read once per step, but every sequence reads its own KV cache. As the
+# batch grows, FLOPs and KV bytes grow together, and the intensity levels off at (FLOPs per sequence) /
+# (KV bytes per sequence), below the ridge of 295. Decode with long contexts stays memory-bound.
+for batch in (1, 16, 64, 256, 1024, 4096):
+    c = cost.decode_cost(config, 1000, batch_size=batch, dtype="bf16")
+    print(f"batch {batch:>5}: {c.intensity:6.1f} FLOP/byte (ridge {h100.ridge:.0f})")
+per_seq = cost.decode_flops(config, 1000).total  # FLOPs of one sequence's step
+kv_per_seq = cost.kv_cache_bytes(config, 1000, dtype="bf16") + cost.kv_cache_bytes(config, 1, dtype="bf16")
+print(f"limit: {per_seq / kv_per_seq:.1f} FLOP/byte (one sequence's FLOPs / the KV bytes it reads and writes)")
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"]
+# Solution 3: the step at batch 16 grows with the context. Sixteen caches of 2,048 tokens are 16 × 94 MB
+# of float32 K and V, far more than the weights, and all of it is read every step. At batch 1, 94 MB is
+# small next to the weights (538 MB).
+context_points = cost.measure_phases(lm, prefill_lengths=(), decode_batches=(1, 16), decode_contexts=(64, 2048),
+                                     device=device, reps=2, budget_s=1.0)
+print(format_points(context_points))
