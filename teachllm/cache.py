@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from .config import ModelConfig
+from .cost import kv_cache_bytes
 
 
 def attention_mask(start: torch.Tensor, first_slot: int, n_new: int, window: int | None) -> torch.Tensor:
@@ -71,8 +72,7 @@ class KVCache:
     @property
     def bytes_per_token(self) -> int:
         """Bytes one token of one sequence takes: 2 · L · n_kv · d · element size."""
-        c = self.config
-        return 2 * c.n_layers * c.n_kv_heads * c.head_dim * self.k.element_size()
+        return kv_cache_bytes(self.config, n_tokens=1, dtype=self.k.dtype)
 
     @property
     def bytes_allocated(self) -> int:

@@ -29,6 +29,17 @@ def hf_model(lm):
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a whole test module. Small matrices gain nothing from threads, and on a busy
+    machine threads waiting for each other make them many times slower. Use it with
+    `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def long_prompt(lm):
     """An English paragraph of well over 64 tokens."""

@@ -47,14 +47,7 @@ def tiny_lm(seed=0, **overrides):
     return LanguageModel(model, None, name="tiny")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices gain nothing from threads, and on a busy machine threads waiting for each other
-    make them many times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 @pytest.fixture(scope="module")

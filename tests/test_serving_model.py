@@ -2,7 +2,6 @@
 continuous batching beats static batching on the clock, and CacheBlend trades quality for compute."""
 
 import pytest
-import torch
 
 import teachllm as tl
 from teachllm.serving import ServingConfig, ServingEngine, compare_with_contiguous, quality_table
@@ -10,14 +9,7 @@ from teachllm.serving.bench import DOCUMENTS, QUESTION
 from teachllm.serving.parity import contiguous_logits
 from teachllm.serving.workload import compare_batching, mixed_workload
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One thread: on a shared machine, threads waiting for each other make timings erratic."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def chat(lm, question):

@@ -23,12 +23,7 @@ TEXTS = ["The three primary colours are", "Water boils at", "def fibonacci(n):",
          "Once upon a time, in a small village by the sea, there lived an old fisherman who"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 @pytest.fixture(scope="module")

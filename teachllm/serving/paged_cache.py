@@ -34,6 +34,7 @@ from __future__ import annotations
 import torch
 
 from ..config import ModelConfig
+from ..cost import kv_cache_bytes
 
 
 class PagedKVCache:
@@ -51,8 +52,7 @@ class PagedKVCache:
     @property
     def bytes_per_token(self) -> int:
         """2 · L · n_kv · d · element size, as for the contiguous cache."""
-        c = self.config
-        return 2 * c.n_layers * c.n_kv_heads * c.head_dim * self.k.element_size()
+        return kv_cache_bytes(self.config, n_tokens=1, dtype=self.k.dtype)
 
     @property
     def bytes_allocated(self) -> int:
