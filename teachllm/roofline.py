@@ -73,6 +73,10 @@ class Device:
     def attainable(self, intensity: float) -> float:
         return attainable(self.peak_flops, self.bandwidth, intensity)
 
+    def bound(self, intensity: float) -> str:
+        """What limits work of this intensity here: "compute" at or past the ridge, else "memory bandwidth"."""
+        return "compute" if intensity >= self.ridge else "memory bandwidth"
+
     def __str__(self) -> str:
         return (f"{self.name} ({self.source}, {self.dtype}): peak {self.peak_flops / 1e12:.3g} TFLOP/s, "
                 f"bandwidth {self.bandwidth / 1e9:.4g} GB/s, ridge {self.ridge:.1f} FLOP/byte")

@@ -214,6 +214,10 @@ def test_roofline_is_the_lower_of_the_two_roofs():
     assert h100.attainable(1.0) == h100.bandwidth  # memory-bound below the ridge: 1 FLOP per byte
     assert h100.attainable(10 * h100.ridge) == h100.peak_flops
     assert cost.attainable(100.0, 10.0, 2.0) == 20.0
+    # the bound names the roof that is lower: bandwidth × intensity below the ridge, the peak above it
+    for intensity in (0.5, 10, 294, 296, 1e4):
+        below = h100.bandwidth * intensity < h100.peak_flops
+        assert h100.bound(intensity) == ("memory bandwidth" if below else "compute")
 
 
 def test_device_probe_returns_positive_numbers():

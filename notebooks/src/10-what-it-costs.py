@@ -363,7 +363,7 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
               cost.decode_cost(cfg, 1001, dtype="bf16"), cost.decode_cost(cfg, 1001, batch_size=64, dtype="bf16")):
         seconds = c.flops / h100.attainable(c.intensity)
         label = f"{name} {c.phase} " + (f"s={c.length}" if c.phase == "prefill" else f"b={c.batch_size}")
-        bound = "compute" if c.intensity >= h100.ridge else "memory"
+        bound = h100.bound(c.intensity).removesuffix(" bandwidth")
         print(f"{label:<28}{c.intensity:>10.1f}{bound:>9}{seconds * 1e3:>15.3f} ms")
         if name == "Llama-7B":
             predicted.append(PhasePoint(c.phase, c.batch_size, c.length, c.flops, c.bytes, seconds))
@@ -394,10 +394,6 @@ pre16, dec16 = cost.prefill_cost(config, N, dtype="bf16"), cost.decode_cost(conf
 d = config.head_dim
 
 
-def bound_on(device, c):
-    return "compute" if c.intensity >= device.ridge else "memory bandwidth"
-
-
 table = [
     ("tokens per pass", f"{N}", "1"),
     ("attention, per head", f"Q[{N}×{d}] × K[{N}×{d}]ᵀ → [{N}×{N}]",
@@ -408,7 +404,7 @@ table = [
                                                                   f" + KV {dec.kv_read_bytes / 1e6:.1f} MB"),
     ("FLOP per byte, float32", f"{pre.intensity:.1f}", f"{dec.intensity:.2f}"),
     ("FLOP per byte, bfloat16", f"{pre16.intensity:.1f}", f"{dec16.intensity:.2f}"),
-    (f"bottleneck on an H100 (ridge {h100.ridge:.0f})", bound_on(h100, pre16), bound_on(h100, dec16)),
+    (f"bottleneck on an H100 (ridge {h100.ridge:.0f})", h100.bound(pre16.intensity), h100.bound(dec16.intensity)),
 ]
 print(f"{'':<36}{'prefill':<38}{'decode'}")
 for name, p, q in table:
@@ -429,7 +425,7 @@ print(f"{'utilisation: % of peak FLOP/s':<36}{p_pre.achieved_flops / device.peak
 print(f"{'bytes/s: % of measured bandwidth':<36}{p_pre.achieved_bandwidth / device.bandwidth:>12.1%}"
       f"{p_dec.achieved_bandwidth / device.bandwidth:>12.1%}")
 for name, p in (("prefill", p_pre), ("decode", p_dec)):
-    print(f"bottleneck of {name} here: {bound_on(device, p)} "
+    print(f"bottleneck of {name} here: {device.bound(p.intensity)} "
           f"({p.intensity:.1f} FLOP/byte, ridge {device.ridge:.1f})")
 
 # %% [markdown]
@@ -533,9 +529,9 @@ pre_cost = cost.prefill_cost(config, n_prompt, dtype=lm.dtype)
 dec_cost = cost.decode_cost(config, segments[-1].tokens, dtype=lm.dtype)
 ttft, tpot = segments[0].seconds, sum(x.seconds for x in segments[1:]) / (len(segments) - 1)
 print(f"TTFT ({n_prompt}-token prompt): measured {ttft * 1e3:7.1f} ms, roofline bound "
-      f"{pre_cost.flops / device.attainable(pre_cost.intensity) * 1e3:6.1f} ms (bound: {bound_on(device, pre_cost)})")
+      f"{pre_cost.flops / device.attainable(pre_cost.intensity) * 1e3:6.1f} ms (bound: {device.bound(pre_cost.intensity)})")
 print(f"TPOT:                     measured {tpot * 1e3:7.1f} ms, roofline bound "
-      f"{dec_cost.flops / device.attainable(dec_cost.intensity) * 1e3:6.1f} ms (bound: {bound_on(device, dec_cost)})")
+      f"{dec_cost.flops / device.attainable(dec_cost.intensity) * 1e3:6.1f} ms (bound: {device.bound(dec_cost.intensity)})")
 print(f"tokens/s for this request: {1 / tpot:.1f}; the roof allows "
       f"{device.attainable(dec_cost.intensity) / dec_cost.flops:.1f}")
 
