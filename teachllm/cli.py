@@ -74,8 +74,8 @@ def step(args: argparse.Namespace) -> None:
         return _beam_steps(lm, ids, params)
 
     print(f"\n2. Prefill, then 3. decode ({_describe(params)})")
-    print(f"   {'step':>4}  {'phase':<7} {'token':<14} {'p':>6}  {'top-5 candidates (after sampling rules)':<58} "
-          f"{'cache':>5} {'KV bytes':>10} {'time':>8}")
+    print(f"   {'step':>4}  {'phase':<7} {'token':<14} {'p':>6} {'cache':>6} {'KV bytes':>10} {'time':>8}  "
+          f"top-5 candidates (after sampling rules)")
     for s in generation_steps(lm, [ids], params):
         probs = torch.softmax(s.processed[0], dim=-1)  # the distribution the token was drawn from
         top_p, top_i = probs.topk(5)
@@ -85,8 +85,8 @@ def step(args: argparse.Namespace) -> None:
             print(f"   prefill: {len(ids)} tokens in one pass → KV cache holds {s.cache.length}/{s.cache.max_len} "
                   f"slots, {_mib(s.cache.bytes_used)} of {_mib(s.cache.bytes_allocated)} allocated "
                   f"({s.cache.bytes_per_token / 1024:.1f} KiB per token)")
-        print(f"   {s.index + 1:>4}  {s.phase:<7} {tok.token_text(token)!r:<14} {float(probs[token]):>6.3f}  "
-              f"{candidates[:58]:<58} {s.cache.length:>5} {_mib(s.cache.bytes_used):>10} {s.seconds * 1e3:>6.1f}ms")
+        print(f"   {s.index + 1:>4}  {s.phase:<7} {tok.token_text(token)!r:<14} {float(probs[token]):>6.3f} "
+              f"{s.cache.length:>6} {_mib(s.cache.bytes_used):>10} {s.seconds * 1e3:>6.1f}ms  {candidates}")
     seq = s.sequences[0]
     reason = {"length": f"max_tokens={params.max_tokens} reached",
               "stop": f"stop ({seq.stop_reason!r})" if seq.stop_reason is not None else "stop (end-of-sequence)"}
