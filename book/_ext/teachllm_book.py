@@ -1,0 +1,170 @@
+"""Sphinx extension for the teachllm book: the chapters are the notebooks, shown offline.
+
+What it does, in the order a build meets it:
+
+1. ``builder-inited``: copies ``notebooks/*.ipynb`` unchanged into ``book/chapters/`` (gitignored), so the
+   notebooks stay the one source of every chapter sentence. Files are rewritten only when they changed,
+   so incremental builds stay incremental.
+2. ``source-read`` (chapters only, in memory, never on disk):
+   - a plotly figure (``application/vnd.plotly.v1+json``, the only form the notebooks store) becomes a
+     ``<div class="teachllm-plotly">`` with the figure's JSON beside it; ``_static/plotly-figures.js``
+     draws it with the one local plotly.js, so it stays interactive (hover, zoom);
+   - an ipywidgets view (``application/vnd.jupyter.widget-view+json``; its state is not saved and its
+     JavaScript would come from a CDN) becomes a note naming the widget and saying where it runs;
+   - cells tagged ``solution`` (hidden in JupyterLab) get myst-nb's ``hide-cell`` tag: a closed toggle.
+3. ``html-page-context``: pages with a plotly figure load ``_static/vendor/plotly.min.js`` (one file for
+   the whole site, copied from the plotly package) and ``plotly-figures.js``.
+4. ``doctree-resolved`` (chapters only): the first occurrence of each glossary term in a chapter's prose
+   becomes a link to its entry in the glossary. Code, outputs, headings and existing links are skipped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+PLOTLY = "application/vnd.plotly.v1+json"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+CHAPTERS = "chapters"
+PLOTLY_JS = "vendor/plotly.min.js"
+
+
+# ---- 1. the chapters are the notebooks ------------------------------------------------------------------
+def copy_chapters(app: Sphinx) -> None:
+    source = Path(app.config.teachllm_chapters_from)
+    target = Path(app.srcdir) / CHAPTERS
+    target.mkdir(exist_ok=True)
+    wanted = {p.name: p for p in sorted(source.glob("[0-9][0-9]-*.ipynb"))}
+    if not wanted:
+        raise RuntimeError(f"no chapter notebooks in {source}")
+    for stale in target.glob("*.ipynb"):
+        if stale.name not in wanted:
+            stale.unlink()
+    for name, path in wanted.items():
+        data = path.read_bytes()
+        copy = target / name
+        if not copy.exists() or copy.read_bytes() != data:
+            copy.write_bytes(data)
+
+
+# ---- 2. outputs a static page can show ------------------------------------------------------------------
+def plotly_html(figure: dict, element_id: str) -> str:
+    """A placeholder div and the figure's JSON; plotly-figures.js draws it on page load."""
+    height = (figure.get("layout") or {}).get("height") or 450
+    spec = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")  # never close the <script>
+    return (f'<div class="teachllm-plotly" id="{element_id}" style="height:{int(height)}px"></div>\n'
+            f'<script type="application/json" id="{element_id}-json">{spec}</script>')
+
+
+def widget_html(plain: str) -> str:
+    name = re.match(r"[\[\"'\s]*([A-Za-z_][A-Za-z0-9_]*)", plain or "")
+    widget = html.escape(name.group(1) if name else "widget")
+    return (f'<div class="teachllm-widget"><p><strong>Interactive widget: <code>{widget}</code>.</strong> '
+            "It needs a running Python kernel: open this chapter's notebook in JupyterLab "
+            "(<code>make lab</code>) and run the cell to use it.</p></div>")
+
+
+def static_notebook(text: str, prefix: str) -> str:
+    notebook = json.loads(text)
+    n_figures = 0
+    for cell in notebook.get("cells", []):
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if "solution" in tags and "hide-cell" not in tags:
+            tags.append("hide-cell")
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if not data:
+                continue
+            if PLOTLY in data:
+                n_figures += 1
+                output["data"] = {"text/html": plotly_html(data[PLOTLY], f"{prefix}-figure-{n_figures}")}
+            elif WIDGET in data:
+                plain = data.get("text/plain", "")
+                output["data"] = {"text/html": widget_html("".join(plain) if isinstance(plain, list) else plain)}
+    return json.dumps(notebook)
+
+
+def rewrite_chapter(app: Sphinx, docname: str, source: list[str]) -> None:
+    if docname.startswith(f"{CHAPTERS}/"):
+        source[0] = static_notebook(source[0], prefix=docname.split("/")[-1][:2])
+
+
+# ---- 3. plotly.js: one local copy, loaded only where a figure is ------------------------------------------
+def add_plotly_js(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if 'class="teachllm-plotly"' in (context.get("body") or ""):
+        app.add_js_file(PLOTLY_JS, priority=400)
+        app.add_js_file("plotly-figures.js", priority=401)
+
+
+def copy_plotly_js(app: Sphinx, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    import plotly
+
+    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    target = Path(app.outdir) / "_static" / PLOTLY_JS
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.stat().st_size != source.stat().st_size:
+        shutil.copyfile(source, target)
+
+
+# ---- 4. glossary terms linked from the chapters ------------------------------------------------------------
+SKIP = (nodes.literal, nodes.literal_block, nodes.reference, nodes.title, nodes.raw, nodes.math,
+        nodes.math_block, nodes.FixedTextElement, nodes.term)
+
+
+def _linkable(node: nodes.Text) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, SKIP):
+            return False
+        parent = parent.parent
+    return True
+
+
+def glossary_terms(app: Sphinx) -> list[tuple[re.Pattern, str, str]]:
+    """(pattern, docname, anchor) for each English glossary term, longest first."""
+    std = app.env.domains.standard_domain
+    terms = []
+    for name, _display, kind, docname, anchor, _priority in std.get_objects():
+        if kind == "term" and name.isascii() and len(name) >= 3:
+            pattern = re.compile(rf"(?<![\w/-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
+            terms.append((pattern, docname, anchor, len(name)))
+    terms.sort(key=lambda t: -t[3])
+    return [t[:3] for t in terms]
+
+
+def link_glossary(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    if not docname.startswith(f"{CHAPTERS}/") or app.builder.format != "html":
+        return
+    for pattern, term_doc, anchor in glossary_terms(app):
+        for text in list(doctree.findall(nodes.Text)):
+            match = pattern.search(str(text))
+            if match is None or not _linkable(text):
+                continue
+            value = str(text)
+            uri = app.builder.get_relative_uri(docname, term_doc) + "#" + anchor
+            link = nodes.reference("", match.group(0), internal=True, refuri=uri,
+                                   reftitle="glossary", classes=["glossary-link"])
+            parts = [nodes.Text(value[:match.start()]), link, nodes.Text(value[match.end():])]
+            text.parent.replace(text, [p for p in parts if not isinstance(p, nodes.Text) or str(p)])
+            break
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("teachllm_chapters_from", None, "env")
+    app.connect("builder-inited", copy_chapters)
+    app.connect("source-read", rewrite_chapter)
+    app.connect("html-page-context", add_plotly_js)
+    app.connect("build-finished", copy_plotly_js)
+    app.connect("doctree-resolved", link_glossary)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

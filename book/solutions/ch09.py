@@ -1,0 +1,24 @@
+"""Chapter 9 · Stopping — solutions to the exercises."""
+import teachllm as tl
+
+lm = tl.load(device="cpu", dtype="float32")
+tok = lm.tokenizer
+question = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}])
+
+# Exercise 1: with ignore_eos=True, a stop STRING "<|im_end|>" never matches (the text skips special
+# tokens), a stop ID 2 does (ids are checked, and ignore_eos turns off only the EOS rule).
+by_string = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=20, ignore_eos=True,
+                                                    stop=["<|im_end|>"]))
+by_id = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=20, ignore_eos=True,
+                                                stop_token_ids=[2]))
+print("stop string:", repr(by_string.text), by_string.finish_reason)
+print("stop id:    ", repr(by_id.text), by_id.finish_reason, by_id.stop_reason)
+assert by_string.finish_reason == "length" and len(by_string.token_ids) == 20
+assert by_id.finish_reason == "stop" and by_id.stop_reason == 2 and len(by_id.token_ids) < 20
+plain = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=20))
+assert by_id.token_ids == plain.token_ids  # the same answer as with the EOS rule on
+
+# Exercise 2: min_tokens = max_tokens = 10 masks EOS for all ten steps: finish reason "length", no id 2.
+out = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=10, min_tokens=10))
+print(repr(out.text), out.finish_reason)
+assert out.finish_reason == "length" and len(out.token_ids) == 10 and 2 not in out.token_ids

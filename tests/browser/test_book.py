@@ -1,0 +1,161 @@
+"""The built book (make book → book/_build/html) in headless Chromium, served from 127.0.0.1.
+
+Every request that leaves 127.0.0.1 is blocked and counted: the count must be zero (no CDN, no fonts,
+no analytics). On four pages it checks what a reader would see:
+
+- the lecturer's guide: its formulas are typeset by the vendored MathJax (`mjx-container` with SVG);
+- chapter 6: the plotly figures are drawn by the local plotly.js, answer a hover and zoom on a drag;
+- the diagrams page: the Graphviz diagrams are drawn (SVG with nodes);
+- the search page: searching "KV cache" lists results.
+
+Screenshots: artifacts/screenshots/book-*.png. Without a built site, Chromium or Playwright the test is
+skipped, except under CI=true, where it fails.
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "book" / "_build" / "html"
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+TIMEOUT_MS = 60_000
+
+
+def _missing(what: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what}; CI=true, so this test must run (.ci/run builds the book and installs chromium)")
+    pytest.skip(f"{what} (make book; apt-get install chromium; pip install playwright; never `playwright install`)")
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = shutil.which("chromium")
+    if path is None:
+        _missing("chromium is not on PATH")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _missing("the playwright Python package is not installed")
+    return path
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site():
+    """The built site served on a free port of 127.0.0.1; yields its base URL."""
+    for page in ("index.html", "lecturers-guide.html", "diagrams.html", "search.html",
+                 "chapters/06-logits-to-token.html"):
+        if not (SITE / page).is_file():
+            _missing(f"the book is not built ({SITE / page} is missing: run `make book`)")
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_book_renders_offline(site, chromium):
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    outside = []  # every request that would have left 127.0.0.1
+
+    def only_local(route):
+        url = route.request.url
+        if url.startswith((site + "/", "data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.route("**/*", only_local)
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+
+            # ---- math: the vendored MathJax typesets the lecturer's guide's formulas ------------------
+            page.goto(f"{site}/lecturers-guide.html")
+            page.wait_for_function("() => document.querySelectorAll('mjx-container svg').length >= 6")
+            formulas = page.locator("mjx-container[display='true']")
+            assert formulas.count() >= 6
+            assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+            formulas.nth(3).scroll_into_view_if_needed()  # chapter 6: softmax with temperature
+            page.screenshot(path=SCREENSHOTS / "book-math.png")
+
+            # ---- plotly: drawn by the one local plotly.js, answers a hover, zooms ---------------------
+            page.goto(f"{site}/chapters/06-logits-to-token.html")
+            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+            assert page.evaluate("() => typeof Plotly") == "object"
+            plot = page.locator(".js-plotly-plot", has=page.locator(".bars .point path")).first  # 6.9's bars
+            plot.scroll_into_view_if_needed()
+            bars = plot.locator(".bars .point path")
+            assert bars.count() >= 5
+            box = bars.first.bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            hover = plot.locator(".hoverlayer .hovertext")
+            hover.first.wait_for(state="visible")
+            hover_text = hover.first.text_content()
+            assert hover_text and hover_text.strip()
+            plot.screenshot(path=SCREENSHOTS / "book-plotly-hover.png")
+            x_range = "el => JSON.stringify(el._fullLayout.xaxis.range)"
+            before = plot.evaluate(x_range)
+            drag = plot.locator(".nsewdrag").first.bounding_box()
+            y = drag["y"] + drag["height"] / 2
+            page.mouse.move(drag["x"] + drag["width"] * 0.2, y)
+            page.mouse.down()
+            page.mouse.move(drag["x"] + drag["width"] * 0.5, y, steps=8)
+            page.mouse.up()
+            for _ in range(40):  # plotly relayouts on mouse up
+                if plot.evaluate(x_range) != before:
+                    break
+                page.wait_for_timeout(250)
+            assert plot.evaluate(x_range) != before, "dragging across the plot did not zoom it"
+
+            # ---- diagrams: Graphviz SVG, drawn -----------------------------------------------------------
+            page.goto(f"{site}/diagrams.html")
+            page.wait_for_function("""() => {
+                const objects = [...document.querySelectorAll('object.graphviz')];
+                return objects.length >= 4 && objects.every(o => o.contentDocument &&
+                    o.contentDocument.querySelectorAll('svg g.node').length >= 2);
+            }""")
+            sizes = page.evaluate("() => [...document.querySelectorAll('object.graphviz')]"
+                                  ".map(o => o.getBoundingClientRect().height)")
+            assert all(h > 50 for h in sizes), sizes
+            page.screenshot(path=SCREENSHOTS / "book-diagrams.png", full_page=True)
+
+            # ---- search: "KV cache" ---------------------------------------------------------------------
+            page.goto(f"{site}/search.html?q=KV+cache")
+            results = page.locator("#search-results ul.search li")
+            results.first.wait_for(state="visible")
+            titles = results.locator("a").all_inner_texts()
+            assert any("KV cache" in t for t in titles), titles
+            page.screenshot(path=SCREENSHOTS / "book-search.png")
+
+            # ---- the home page, for the artifacts -------------------------------------------------------
+            page.goto(f"{site}/index.html")
+            page.wait_for_selector(".bd-sidebar-primary")
+            page.screenshot(path=SCREENSHOTS / "book-index.png")
+        finally:
+            browser.close()
+    print(f"requests that tried to leave 127.0.0.1: {len(outside)}")
+    assert outside == [], f"the book tried to fetch from outside 127.0.0.1: {outside}"
