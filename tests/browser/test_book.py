@@ -136,7 +136,8 @@ def test_book_renders_offline(site, chromium):
             page.wait_for_function("""() => {
                 const objects = [...document.querySelectorAll('object.graphviz')];
                 return objects.length >= 4 && objects.every(o => o.contentDocument &&
-                    o.contentDocument.querySelectorAll('svg g.node').length >= 2);
+                    o.contentDocument.querySelectorAll('svg g.node').length >= 1 &&
+                    o.contentDocument.querySelectorAll('svg text').length >= 8);
             }""")
             sizes = page.evaluate("() => [...document.querySelectorAll('object.graphviz')]"
                                   ".map(o => o.getBoundingClientRect().height)")
