@@ -14,13 +14,13 @@ written out step by step, so the two return the same best sequence.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 
-from .generate import GenerationOutput, Metrics, _sync
+from .outputs import GenerationOutput, Metrics
 from .sampling import SamplingParams, apply_penalties
+from .timing import clock
 
 
 @dataclass
@@ -49,8 +49,7 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
     vocab = lm.config.vocab_size
 
     cache = lm.new_cache(max_len=len(prompt_ids) + max_new, batch_size=k)
-    _sync(lm.device)
-    t0 = time.perf_counter()
+    t0 = clock(lm.device)
     logits = lm.prefill([list(prompt_ids)] * k, cache)  # [k, V]: k identical rows to start from
     beams: list[list[int]] = [[] for _ in range(k)]
     beam_scores = torch.full((k,), -1e9, device=lm.device)
@@ -83,8 +82,8 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
         if len(finished) == k:
             improvable = improvable and float(beam_scores[0]) / length ** lp > finished[-1].score
         done = not improvable or bool(ends.all())
-        _sync(lm.device)
-        seconds, t0 = time.perf_counter() - t0, time.perf_counter()
+        now = clock(lm.device)
+        seconds, t0 = now - t0, now
         running = [] if bool(ends.all()) else [Hypothesis(b, float(s)) for b, s in zip(beams, beam_scores, strict=True)]
         yield BeamStep(step, running, list(finished), seconds, done)
         if done:
@@ -105,7 +104,7 @@ def beam_search(lm, prompt_ids: list[int], params: SamplingParams) -> Generation
     metrics = Metrics(ttft_s=step_s[0], tpot_s=(e2e - step_s[0]) / max(len(step_s) - 1, 1),
                       tokens_per_s=len(ids) / e2e, e2e_s=e2e, n_prompt_tokens=len(prompt_ids),
                       n_output_tokens=len(ids), step_s=step_s)
-    text = lm._tokenizer.decode(ids, skip_special_tokens=True) if lm._tokenizer is not None else ""
+    text = lm.tokenizer.decode(ids, skip_special_tokens=True) if lm.has_tokenizer else ""
     return GenerationOutput(text=text, token_ids=ids, finish_reason="stop" if ended_by_stop else "length",
                             stop_reason=ids[-1] if ids[-1] in params.stop_token_ids else None, logprobs=None,
                             metrics=metrics, prompt_token_ids=list(prompt_ids))

@@ -49,6 +49,11 @@ class LanguageModel:
         return self._tokenizer
 
     @property
+    def has_tokenizer(self) -> bool:
+        """Whether the checkpoint came with tokenizer files (without them, pass token ids, not text)."""
+        return self._tokenizer is not None
+
+    @property
     def device(self) -> torch.device:
         return self.model.embed_tokens.weight.device
 

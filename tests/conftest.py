@@ -43,12 +43,7 @@ def one_thread():
 @pytest.fixture(scope="session")
 def long_prompt(lm):
     """An English paragraph of well over 64 tokens."""
-    text = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
-            "combined movable metal type, oil-based ink and a wooden screw press adapted from wine making. "
-            "Within fifty years, presses had spread to more than two hundred cities across Europe, the price "
-            "of books fell sharply, and pamphlets carried news, sermons and arguments further than any "
-            "handwritten copy ever had.")
-    ids = lm.tokenizer.encode(text)
+    ids = lm.tokenizer.encode(tl.texts.ENGLISH)
     assert len(ids) >= 64
     return ids
 

@@ -35,6 +35,7 @@ import torch
 
 from ..config import ModelConfig
 from ..cost import kv_cache_bytes
+from ..units import ceil_div
 
 
 class PagedKVCache:
@@ -105,7 +106,7 @@ class PagedBatch:
         self.positions = (starts[:, None] + col - (S - n)[:, None]).clamp(min=0)  # [B, S] each row's own
         self.length = int((starts + n).max())  # T: keys in the longest row after this call
         key_pos = torch.arange(self.length, device=device)  # [T]
-        width = -(-self.length // bs)  # blocks the longest row spans
+        width = ceil_div(self.length, bs)  # blocks the longest row spans
         tables = torch.zeros(len(block_tables), width, dtype=torch.long, device=device)  # [B, width], 0 = padding
         for b, table in enumerate(block_tables):
             tables[b, :len(table[:width])] = torch.tensor(table[:width], dtype=torch.long, device=device)

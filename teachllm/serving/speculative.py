@@ -56,7 +56,7 @@ def draft_model(lm, draft_layers) -> LanguageModel:
     draft.embed_tokens, draft.norm, draft.lm_head = target.embed_tokens, target.norm, target.lm_head
     draft.layers = nn.ModuleList(target.layers[i] for i in layers)
     draft.inv_freq = target.inv_freq
-    return LanguageModel(draft.eval(), lm._tokenizer, name=f"{lm.name} (layers {layers})")
+    return LanguageModel(draft.eval(), lm.tokenizer if lm.has_tokenizer else None, name=f"{lm.name} (layers {layers})")
 
 
 @dataclass

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from ..sampling import SamplingParams
+from ..texts import ENGLISH
 from .config import ServingConfig
 from .engine import ServingEngine
 from .metrics import ServingRun
@@ -47,10 +48,7 @@ PROMPTS = [
     "The quick brown fox",
 ]
 
-LONG_TEXT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined "
-             "movable metal type, oil-based ink and a wooden screw press adapted from wine making. Within fifty "
-             "years, presses had spread to more than two hundred cities across Europe, the price of books fell "
-             "sharply, and pamphlets carried news, sermons and arguments further than any handwritten copy. ")
+LONG_TEXT = ENGLISH  # the shared sample paragraph (teachllm.texts)
 
 
 @torch.no_grad()

@@ -185,7 +185,7 @@ def capture_attention(lm, prompt_ids: list[int], n_decode: int = 4, labels_of=No
             grid[:, row:row + s, :T] = p.masked_fill(~allowed, float("nan"))
             row += s
         probs.append(grid)
-    if labels_of is None and lm._tokenizer is not None:
+    if labels_of is None and lm.has_tokenizer:
         labels_of = labeller(lm.tokenizer)
     labels = labels_of(ids) if labels_of else [str(i) for i in ids]
     return AttentionCapture(ids, labels, S, lm.config.n_groups, probs)

@@ -29,6 +29,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from .. import cost
+from ..units import ceil_div
 from .data import CachePoint
 from .figures import COLORS, figure
 from .widgets import refresh
@@ -149,7 +150,7 @@ def paged_cache_points(engine, request_id: int) -> list[CachePoint]:
             blocks = len(tables[request_id])
         else:  # finished (or preempted) in this iteration: its blocks were freed after the forward call
             computed += n
-            blocks = -(-computed // bs)
+            blocks = ceil_div(computed, bs)
         used, allocated = computed * per_token, blocks * bs * per_token
         points.append(CachePoint(step=len(points), phase=kind, length=computed, capacity=blocks * bs,
                                  bytes_used=used, bytes_allocated=allocated,
@@ -272,7 +273,7 @@ def block_table_spec(snapshot: dict, title: str | None = None, columns: int = 16
                            z=z, text=text, customdata=hover, texttemplate="%{text}", zmin=0, zmax=1,
                            colorscale=scale, showscale=False, xgap=2, ygap=2,
                            hovertemplate="%{customdata}<extra></extra>"))
-    rows = -(-num_blocks // columns)
+    rows = ceil_div(num_blocks, columns)
     for name, test, scale in (("free", lambda b: refs.get(b, 0) == 0, [[0, "#f0f0f0"], [1, "#f0f0f0"]]),
                               ("one owner", lambda b: refs.get(b, 0) == 1, [[0, "#deebf7"], [1, COLORS["prefill"]]]),
                               ("shared", lambda b: refs.get(b, 0) > 1, [[0, "#e5f5e0"], [1, SHARED]])):
