@@ -11,9 +11,9 @@ from .beam import beam_search_steps
 from .cache import KVCache
 from .config import ModelConfig, UnsupportedModelError
 from .generate import GenerationOutput, Metrics, generation_steps
-from .lm import LanguageModel, Stage, load
+from .lm import LanguageModel, load
 from .loading import ModelNotFoundError
-from .model import LayerTrace, Trace
+from .model import LayerTrace, Stage, Trace
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 

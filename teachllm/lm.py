@@ -14,7 +14,6 @@ without any cache, which is what the cached path must reproduce.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import torch
 
@@ -24,14 +23,6 @@ from .loading import build_model, checkpoint_folder, read_safetensors, resolve_d
 from .model import Trace, Transformer
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
-
-
-@dataclass
-class Stage:
-    """One stop of `step_through`: the hidden state after a named stage of the forward pass."""
-    name: str  # "embedding", "layer 0" … "layer L-1", "final norm", "logits"
-    output: torch.Tensor  # [B, S, h] hidden states, or [B, S, V] logits for the last stage
-    index: int | None = None  # layer index for the layer stages
 
 
 class LanguageModel:
@@ -124,18 +115,7 @@ class LanguageModel:
             self._check_batch(cache, ids.shape[0])
             self._set_padding(cache, pad)
             cache.check_room(ids.shape[1])
-        m = self.model
-        _, rope, mask = m.prepare(ids, cache)
-        h = m.embed_tokens(ids)  # [B, S, h]
-        yield Stage("embedding", h)
-        for i, layer in enumerate(m.layers):
-            h = layer(h, rope, mask, cache, trace)  # [B, S, h]
-            yield Stage(f"layer {i}", h, i)
-        h = m.norm(h)
-        yield Stage("final norm", h)
-        if cache is not None:
-            cache.advance(ids.shape[1])
-        yield Stage("logits", m.lm_head(h))  # [B, S, V]
+        yield from self.model.stages(ids, cache, trace)
 
     # ---- text in, text out ---------------------------------------------------------------------
     def generate(self, prompt, params: SamplingParams | None = None):
