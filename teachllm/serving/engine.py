@@ -155,6 +155,7 @@ class ServingEngine:
             num_tokens=batch.num_tokens, forward_calls=bool(batch.decodes) + bool(batch.prefills),
             sampled=sampled, finished=finished, preempted=[r.request_id for r in batch.preempted],
             num_waiting=len(self.scheduler.waiting), num_running=len(running), blocks_used=usage.blocks_used,
+            slots_allocated=usage.slots_allocated, slots_used=usage.slots_used, slots_reserved=usage.contiguous_slots,
             fragmentation=usage.fragmentation, contiguous_fragmentation=usage.contiguous_fragmentation,
             block_tables=self.block_manager.snapshot(running) if self.config.record_block_tables else None)
         self.timeline.append(record)

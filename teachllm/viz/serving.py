@@ -111,19 +111,9 @@ class SlotUsage:
 
 
 def slot_usage(run) -> list[SlotUsage]:
-    """Read each iteration's record: allocated = blocks × block size; the used and reserved slots follow
-    from the two fragmentation numbers the block manager computed (and the block tables' token counts)."""
-    bs = run.config["block_size"]
-    rows = []
-    for r in run.timeline:
-        if r.block_tables is None:
-            raise ValueError("slot_usage needs block tables: run with ServingConfig(record_block_tables=True)")
-        allocated = r.blocks_used * bs
-        tokens = sum(r.block_tables["computed"].values())  # per request, a shared token once per request
-        reserved = round(tokens / (1 - r.contiguous_fragmentation)) if tokens else 0
-        rows.append(SlotUsage(r.index, r.num_running, round(allocated * (1 - r.fragmentation)), allocated, reserved,
-                              r.fragmentation, r.contiguous_fragmentation))
-    return rows
+    """Each iteration's slot counts, as the engine recorded them from the block manager."""
+    return [SlotUsage(r.index, r.num_running, r.slots_used, r.slots_allocated, r.slots_reserved, r.fragmentation,
+                      r.contiguous_fragmentation) for r in run.timeline]
 
 
 def paged_cache_points(engine, request_id: int) -> list[CachePoint]:
