@@ -40,7 +40,7 @@ class BeamStep:
 
 def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
     """Run beam search, yielding a `BeamStep` after every token."""
-    k, lp, max_new = params.num_beams, params.length_penalty, params.max_tokens
+    k, alpha, max_new = params.num_beams, params.length_penalty, params.max_tokens  # alpha: length penalty
     if len(prompt_ids) + max_new > lm.config.max_position_embeddings:
         raise ValueError(f"a prompt of {len(prompt_ids)} tokens plus max_tokens={max_new} exceeds the model's "
                          f"context window of {lm.config.max_position_embeddings} tokens")
@@ -70,7 +70,7 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
             for j in range(k):
                 if ends[j]:
                     ids = beams[int(parents[j])] + [int(tokens[j])]
-                    finished.append(Hypothesis(ids, float(scores[j]) / length ** lp))
+                    finished.append(Hypothesis(ids, float(scores[j]) / length ** alpha))
             finished = sorted(finished, key=lambda h: h.score, reverse=True)[:k]
 
         # running: the best k candidates that go on (an ending one only if nothing else is left)
@@ -80,7 +80,7 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
 
         # can any running beam still beat the worst finished one?
         if len(finished) == k:
-            improvable = improvable and float(beam_scores[0]) / length ** lp > finished[-1].score
+            improvable = improvable and float(beam_scores[0]) / length ** alpha > finished[-1].score
         done = not improvable or bool(ends.all())
         now = clock(lm.device)
         seconds, t0 = now - t0, now

@@ -125,12 +125,13 @@ def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
     while True:
         processed = process_logits(logits, params, [s.prompt_ids for s in seqs], [s.output_ids for s in seqs], eos)
         tokens = sample(processed, params, generator)  # [B]
-        lps = top_logprobs(logits, params.logprobs, tokens) if params.logprobs is not None else [None] * len(seqs)
+        logprobs = (top_logprobs(logits, params.logprobs, tokens) if params.logprobs is not None
+                    else [None] * len(seqs))  # per sequence: {token id: log-probability}
         seconds = clock(lm.device) - t0
         chosen = tokens.tolist()
-        for seq, token, lp in zip(seqs, chosen, lps, strict=True):
+        for seq, token, token_logprobs in zip(seqs, chosen, logprobs, strict=True):
             if not seq.finished:
-                seq.append(token, seconds, lp)
+                seq.append(token, seconds, token_logprobs)
         yield Step(index, "prefill" if index == 0 else "decode", chosen, logits, processed, seconds, cache, seqs)
         if all(s.finished for s in seqs):
             return
