@@ -19,6 +19,7 @@ import torch
 
 from .cache import KVCache
 from .config import ModelConfig
+from .generate import generate, stream
 from .loading import build_model, checkpoint_folder, read_safetensors, resolve_device, resolve_dtype
 from .model import Trace, Transformer
 from .sampling import SamplingParams
@@ -125,16 +126,12 @@ class LanguageModel:
         Returns one `GenerationOutput` (text, token_ids, finish_reason, logprobs, metrics), or a list
         of them for a list of prompts.
         """
-        from .generate import generate
-
         prompts, single = self._prompts(prompt)
         outputs = generate(self, prompts, params or SamplingParams())
         return outputs[0] if single else outputs
 
     def stream(self, prompt, params: SamplingParams | None = None):
         """Yield text pieces as tokens arrive (one prompt: a string or a list of ids)."""
-        from .generate import stream
-
         prompts, single = self._prompts(prompt)
         if not single:
             raise ValueError("stream takes one prompt; use generate for a batch")

@@ -32,6 +32,7 @@ from torch import nn
 
 from ..lm import LanguageModel
 from ..model import Transformer
+from ..sampling import SamplingParams
 
 
 def layer_list(lm, draft_layers) -> list[int]:
@@ -123,8 +124,6 @@ def speculative_generate(lm, prompt_ids: list[int], max_tokens: int, draft_layer
 def acceptance_table(lm, prompt_ids: list[int], max_tokens: int = 32, drafts=(8, 16, 24), gammas=(2, 4)) -> list[dict]:
     """Acceptance rate and tokens per target call for each draft (an int k or a list of layers, as in
     `speculative_generate`) and γ, with the wall-clock time of plain greedy decoding for comparison."""
-    from ..sampling import SamplingParams
-
     start = time.perf_counter()
     greedy = lm.generate(prompt_ids, SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True))
     greedy_s = time.perf_counter() - start
