@@ -2,7 +2,7 @@
 
 - `decode_throughput`: batched decode at several batch sizes. A decode step reads every weight once
   whatever the batch, so while decode is memory-bound, B sequences cost little more than one:
-  tokens/s grows almost linearly with B (the seeds' §6.3).
+  tokens/s grows almost linearly with B (chapter 11).
 - `mixed_workload` + `compare_batching`: requests with mixed prompt and output lengths — a few long
   outputs among many short ones, spaced so that every static batch holds one long request — run
   under static and under continuous batching. Static batching makes the short requests of later

@@ -22,7 +22,7 @@ from .. import cost, sampling
 from ..model import Trace
 from ..sampling import SamplingParams
 
-# The seeds' parameter-combination table (generation-process §4.7), one value picked inside each range.
+# The course's parameter-combination table (chapter 6, "The presets"), one value picked inside each range.
 PRESETS: dict[str, dict] = {
     "code": dict(temperature=0.2),  # T 0.1–0.3
     "factual QA": dict(temperature=0.3, top_p=0.9),  # T 0.0–0.5, top-p 0.9

@@ -357,7 +357,7 @@ def blend_quality_spec(rows, title: str | None = None) -> tuple[list[dict], dict
     full = rows[0].ppl_full
     traces.append(dict(type="scatter", name="full prefill", mode="lines", x=[0, 1], y=[round(full, 4)] * 2,
                        xaxis="x2", yaxis="y2", line=dict(color="#636363", dash="dash")))
-    seed = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # the seed's ~15 % of the tokens
+    seed = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # CacheBlend's ~15 % of the tokens (chapter 13)
     shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=round(x, 4), x1=round(x, 4), y0=0, y1=1,
                    line=dict(color="#999", dash="dot"), label=dict(text="r = 0.15", textposition="end"))
               for x in seed for axis in ("", "2")]
