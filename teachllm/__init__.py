@@ -6,21 +6,30 @@
     logits = lm.prefill(lm.tokenizer.encode("The sky is"), cache)
 """
 
-from . import bpe, cost, sampling, serving  # tl.bpe toy tokenizer, tl.cost FLOPs/bytes/roofline, tl.serving
+from . import bpe, cost, sampling, texts  # tl.bpe toy tokenizer, tl.cost FLOPs and bytes, tl.texts sample paragraphs
 from .beam import beam_search_steps
 from .cache import KVCache
 from .config import ModelConfig, UnsupportedModelError
 from .generate import GenerationOutput, Metrics, generation_steps
-from .lm import LanguageModel, Stage, load
+from .lm import LanguageModel, load
 from .loading import ModelNotFoundError
-from .model import LayerTrace, Trace
+from .model import LayerTrace, Stage, Trace
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """`tl.serving` and `tl.roofline` are imported on first use: `import teachllm` stays light."""
+    if name in ("serving", "roofline"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'teachllm' has no attribute {name!r}")
+
 __all__ = [
     "GenerationOutput", "KVCache", "LanguageModel", "LayerTrace", "Metrics", "ModelConfig", "ModelNotFoundError",
     "SamplingParams", "Stage", "Tokenizer", "Trace", "UnsupportedModelError", "beam_search_steps",
-    "bpe", "cost", "generation_steps", "load", "sampling", "serving",
+    "bpe", "cost", "generation_steps", "load", "roofline", "sampling", "serving", "texts",
 ]

@@ -14,13 +14,13 @@ written out step by step, so the two return the same best sequence.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 
-from .generate import GenerationOutput, Metrics, _sync
+from .outputs import GenerationOutput, Metrics
 from .sampling import SamplingParams, apply_penalties
+from .timing import clock
 
 
 @dataclass
@@ -40,7 +40,7 @@ class BeamStep:
 
 def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
     """Run beam search, yielding a `BeamStep` after every token."""
-    k, lp, max_new = params.num_beams, params.length_penalty, params.max_tokens
+    k, alpha, max_new = params.num_beams, params.length_penalty, params.max_tokens  # alpha: length penalty
     if len(prompt_ids) + max_new > lm.config.max_position_embeddings:
         raise ValueError(f"a prompt of {len(prompt_ids)} tokens plus max_tokens={max_new} exceeds the model's "
                          f"context window of {lm.config.max_position_embeddings} tokens")
@@ -49,8 +49,7 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
     vocab = lm.config.vocab_size
 
     cache = lm.new_cache(max_len=len(prompt_ids) + max_new, batch_size=k)
-    _sync(lm.device)
-    t0 = time.perf_counter()
+    t0 = clock(lm.device)
     logits = lm.prefill([list(prompt_ids)] * k, cache)  # [k, V]: k identical rows to start from
     beams: list[list[int]] = [[] for _ in range(k)]
     beam_scores = torch.full((k,), -1e9, device=lm.device)
@@ -71,7 +70,7 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
             for j in range(k):
                 if ends[j]:
                     ids = beams[int(parents[j])] + [int(tokens[j])]
-                    finished.append(Hypothesis(ids, float(scores[j]) / length ** lp))
+                    finished.append(Hypothesis(ids, float(scores[j]) / length ** alpha))
             finished = sorted(finished, key=lambda h: h.score, reverse=True)[:k]
 
         # running: the best k candidates that go on (an ending one only if nothing else is left)
@@ -81,10 +80,10 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
 
         # can any running beam still beat the worst finished one?
         if len(finished) == k:
-            improvable = improvable and float(beam_scores[0]) / length ** lp > finished[-1].score
+            improvable = improvable and float(beam_scores[0]) / length ** alpha > finished[-1].score
         done = not improvable or bool(ends.all())
-        _sync(lm.device)
-        seconds, t0 = time.perf_counter() - t0, time.perf_counter()
+        now = clock(lm.device)
+        seconds, t0 = now - t0, now
         running = [] if bool(ends.all()) else [Hypothesis(b, float(s)) for b, s in zip(beams, beam_scores, strict=True)]
         yield BeamStep(step, running, list(finished), seconds, done)
         if done:
@@ -105,7 +104,7 @@ def beam_search(lm, prompt_ids: list[int], params: SamplingParams) -> Generation
     metrics = Metrics(ttft_s=step_s[0], tpot_s=(e2e - step_s[0]) / max(len(step_s) - 1, 1),
                       tokens_per_s=len(ids) / e2e, e2e_s=e2e, n_prompt_tokens=len(prompt_ids),
                       n_output_tokens=len(ids), step_s=step_s)
-    text = lm._tokenizer.decode(ids, skip_special_tokens=True) if lm._tokenizer is not None else ""
+    text = lm.tokenizer.decode(ids, skip_special_tokens=True) if lm.has_tokenizer else ""
     return GenerationOutput(text=text, token_ids=ids, finish_reason="stop" if ended_by_stop else "length",
                             stop_reason=ids[-1] if ids[-1] in params.stop_token_ids else None, logprobs=None,
                             metrics=metrics, prompt_token_ids=list(prompt_ids))

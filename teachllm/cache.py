@@ -4,7 +4,7 @@ Why only K and V? When one token is appended, the new row of QKᵀ needs the new
 *all* keys, and the new output row needs *all* values; the old queries are never used again.
 So each layer keeps K and V for past tokens, and the query is computed fresh for the new token.
 
-This cache is contiguous and preallocated, as in the seeds' `KVCache` sketch: one block of
+This cache is contiguous and preallocated, as in the lecture's `KVCache` sketch (chapter 4): one block of
 memory sized for `max_len` tokens per sequence, filled left to right. Its size, per token, is
 
     2 (K and V) · n_layers · n_kv_heads · head_dim · bytes per element
@@ -16,28 +16,48 @@ attention mask hides the slots before it.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 
 from .config import ModelConfig
 from .cost import kv_cache_bytes
 
 
-def attention_mask(start: torch.Tensor, first_slot: int, n_new: int, window: int | None) -> torch.Tensor:
-    """Which keys each new query may read: [B, 1, S, T] bool, T = first_slot + n_new.
+class AttentionCache(Protocol):
+    """What the decoder asks of a cache: three calls per forward pass. The contiguous `KVCache`, the paged
+    view of the serving chapters, the int8 cache and CacheBlend's context all implement them."""
 
-    - causal: a token reads itself and the slots before it;
-    - padding: row b's slots before start[b] hold no real token;
-    - sliding window (Mistral): at most `window` tokens back, itself included.
-    A padding slot reads itself, so no softmax row is empty (an empty row would give NaN).
+    def positions_and_mask(self, n_new: int, window: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Before the layers run: each new token's position [B, S] (what RoPE sees) and which keys
+        each may read [B, 1, S, T] (from `attention_mask`)."""
+
+    def write(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """In each layer: store the new tokens' K and V [B, n_kv, S, d]; return all keys and values the
+        new queries attend over, [B, n_kv, T, d] each."""
+
+    def advance(self, n_new: int) -> None:
+        """After the last layer: the new tokens are stored."""
+
+
+def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int | None = None) -> torch.Tensor:
+    """Which keys each new query may read, from positions alone: [B, 1, S, T] bool.
+
+    query_pos [B, S]: each new token's position in its own sequence (negative on left padding);
+    key_pos [B, T] (or [T] for every row alike): the position of the token in each key slot (negative
+    where a slot holds padding). A query at position p may read the key at position j when
+    - causal: j ≤ p;
+    - padding: j ≥ 0 (the slot holds a real token);
+    - sliding window (Mistral): p − j < window, at most `window` tokens back, itself included.
+    A query always reads the key of its own position, so no softmax row is empty (an empty row would
+    give NaN): a padding query reads only itself.
     """
-    device = start.device
-    q = torch.arange(first_slot, first_slot + n_new, device=device)[:, None]  # [S, 1] slot of each query
-    k = torch.arange(first_slot + n_new, device=device)[None, :]  # [1, T] slot of each key
-    allowed = k <= q  # [S, T]
+    q = query_pos[:, :, None]  # [B, S, 1]
+    k = key_pos[..., None, :] if key_pos.dim() == 2 else key_pos[None, None, :]  # [B or 1, 1, T]
+    allowed = (k <= q) & (k >= 0)  # [B, S, T]
     if window is not None:
         allowed = allowed & (q - k < window)
-    allowed = allowed[None] & (k[None] >= start[:, None, None])  # [B, S, T]
-    allowed = allowed | (k == q)[None]
+    allowed = allowed | (k == q)
     return allowed[:, None]  # [B, 1, S, T]
 
 
@@ -83,11 +103,6 @@ class KVCache:
         """Bytes of the slots filled so far, over all rows (padding slots included: they hold memory too)."""
         return self.length * self.batch_size * self.bytes_per_token
 
-    @property
-    def free(self) -> int:
-        """Slots left in each row."""
-        return self.max_len - self.length
-
     def __repr__(self) -> str:
         c = self.config
         return (f"KVCache(batch={self.batch_size}, length={self.length}/{self.max_len}, "
@@ -116,9 +131,10 @@ class KVCache:
     def positions_and_mask(self, n_new: int, window: int | None = None):
         """For `n_new` tokens about to be written: their positions [B, S] (what RoPE sees; padding
         slots sit at 0) and which slots each may attend to [B, 1, S, T]."""
-        slots = torch.arange(self.length, self.length + n_new, device=self.start.device)  # [S]
-        positions = (slots[None, :] - self.start[:, None]).clamp(min=0)  # [B, S]
-        return positions, attention_mask(self.start, self.length, n_new, window)
+        slots = torch.arange(self.length + n_new, device=self.start.device)  # [T] every slot up to the new ones
+        key_pos = slots[None, :] - self.start[:, None]  # [B, T] position of each slot's token; < 0: padding
+        query_pos = key_pos[:, self.length:]  # [B, S] the new tokens' positions
+        return query_pos.clamp(min=0), attention_mask(query_pos, key_pos, window)  # padding sits at 0 for RoPE
 
     def advance(self, n_new: int) -> None:
         self.length += n_new

@@ -21,8 +21,8 @@ and the LM head adds 2·b·h·V per position it projects. Conventions, the same 
 
 The lecture's textbook layer (GPT-style: n_kv = n_h, n_h·d = h, a two-matrix MLP of width 4h, no
 LM head) gives 24·b·s·h² + 4·b·s²·h per layer; `textbook_flops` and `compare_with_textbook` set it
-next to the exact count. The roofline (measured peak FLOP/s and bandwidth of a device) lives in
-`teachllm.roofline` and is re-exported here.
+next to the exact count. Only formulas live here; measuring a device (peak FLOP/s, bandwidth, the
+time of each phase) is `teachllm.roofline`, one layer up.
 """
 
 from __future__ import annotations
@@ -32,11 +32,8 @@ from dataclasses import dataclass
 import torch
 
 from .config import ModelConfig
-from .loading import resolve_dtype
-from .roofline import KNOWN_DEVICES, Device, PhasePoint, attainable, clock, measure_device, measure_phases, timed
+from .units import element_size
 
-# The matmuls of one decoder layer, in the order the layer runs them.
-LAYER_OPS = ("q_proj", "k_proj", "v_proj", "qk", "pv", "o_proj", "gate_proj", "up_proj", "down_proj")
 ATTENTION_OPS = ("qk", "pv")  # the two matmuls that grow with the keys T; the rest are linear layers
 
 
@@ -48,7 +45,7 @@ class FlopCount:
     batch_size: int  # b
     n_new: int  # s: tokens each sequence runs through the model in this call
     n_keys: int  # T: keys each new query is scored against
-    per_op: dict[str, int]  # FLOPs of ONE layer for each operation in LAYER_OPS
+    per_op: dict[str, int]  # FLOPs of ONE layer for each operation, in the order the layer runs them
     n_layers: int  # L
     lm_head: int  # FLOPs of the LM head (2·b·h·V per projected position)
 
@@ -207,13 +204,6 @@ def format_comparison(rows: list[dict]) -> str:
 
 
 # ---- bytes ---------------------------------------------------------------------------------------
-def element_size(dtype: torch.dtype | str) -> int:
-    """Bytes per element: 4 for float32, 2 for bfloat16 and float16 (names such as "bf16" work too)."""
-    if isinstance(dtype, str):
-        dtype = resolve_dtype(dtype, torch.device("cpu"))
-    return torch.empty((), dtype=dtype).element_size()
-
-
 def weight_bytes(config: ModelConfig, dtype: torch.dtype | str = torch.float32) -> int:
     """Bytes of all parameters, a tied embedding/LM-head matrix counted once: n_params · element size."""
     return config.n_params * element_size(dtype)
@@ -285,20 +275,8 @@ def decode_cost(config: ModelConfig, context_len: int, batch_size: int = 1,
     return _phase_cost("decode", config, decode_flops(config, context_len, batch_size), dtype)
 
 
-def prefill_bytes(config: ModelConfig, seq_len: int, batch_size: int = 1,
-                  dtype: torch.dtype | str = torch.float32) -> int:
-    """Bytes one prefill moves (the model of `prefill_cost`)."""
-    return prefill_cost(config, seq_len, batch_size, dtype).bytes
-
-
-def decode_bytes(config: ModelConfig, context_len: int, batch_size: int = 1,
-                 dtype: torch.dtype | str = torch.float32) -> int:
-    """Bytes one decode step moves (the model of `decode_cost`)."""
-    return decode_cost(config, context_len, batch_size, dtype).bytes
-
-__all__ = [  # the roofline's names are part of tl.cost too
-    "ATTENTION_OPS", "KNOWN_DEVICES", "LAYER_OPS", "Device", "FlopCount", "PhaseCost", "PhasePoint", "attainable",
-    "clock", "compare_with_textbook", "decode_bytes", "decode_cost", "decode_flops", "element_size",
-    "format_comparison", "forward_flops", "kv_cache_bytes", "layer_flops", "measure_device", "measure_phases",
-    "prefill_bytes", "prefill_cost", "prefill_flops", "textbook_flops", "timed", "weight_bytes", "weight_bytes_read",
+__all__ = [
+    "ATTENTION_OPS", "FlopCount", "PhaseCost", "compare_with_textbook", "decode_cost", "decode_flops", "element_size",
+    "format_comparison", "forward_flops", "kv_cache_bytes", "layer_flops", "prefill_cost", "prefill_flops",
+    "textbook_flops", "weight_bytes", "weight_bytes_read",
 ]

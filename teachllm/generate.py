@@ -15,37 +15,16 @@ strings are not looked for.
 
 from __future__ import annotations
 
-import time
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
+from .beam import beam_search
 from .cache import KVCache
+from .outputs import GenerationOutput, Metrics
 from .sampling import SamplingParams, process_logits, sample, top_logprobs
+from .timing import clock
 from .tokenizer import IncrementalDetokenizer
-
-
-@dataclass
-class Metrics:
-    ttft_s: float  # time to first token: prefill + choosing the first token
-    tpot_s: float  # time per output token after the first (mean decode step); nan with one token
-    tokens_per_s: float  # output tokens / end-to-end time
-    e2e_s: float  # end-to-end latency, prompt ids in → last token out
-    n_prompt_tokens: int
-    n_output_tokens: int
-    step_s: list[float] = field(default_factory=list)  # each step: [prefill, decode 1, decode 2, ...]
-
-
-@dataclass
-class GenerationOutput:
-    text: str  # the generated text (special tokens skipped; cut at a stop string)
-    token_ids: list[int]  # every generated id, the one that stopped generation included
-    finish_reason: str  # "stop" (EOS, stop id or stop string) or "length" (max_tokens)
-    stop_reason: str | int | None  # the stop string or stop id that ended it; None for EOS and length
-    logprobs: list[dict[int, float]] | None  # with logprobs=N: per step, top-N (and the chosen) log-probabilities
-    metrics: Metrics
-    prompt_token_ids: list[int]
 
 
 class Sequence:
@@ -119,11 +98,6 @@ class Step:
     sequences: list[Sequence]
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
     """Generate for a batch of prompts (token ids), yielding a `Step` after every token.
 
@@ -138,31 +112,30 @@ def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
         raise ValueError(f"a prompt of {longest} tokens plus max_tokens={params.max_tokens} exceeds the model's "
                          f"context window of {window} tokens; shorten the prompt or lower max_tokens")
     eos = lm.config.eos_token_ids
-    tokenizer = lm._tokenizer
+    tokenizer = lm.tokenizer if lm.has_tokenizer else None
     seqs = [Sequence(p, params, tokenizer, eos) for p in prompts]
     generator = None
     if params.seed is not None:
         generator = torch.Generator(device=lm.device).manual_seed(params.seed)
     cache = lm.new_cache(max_len=longest + params.max_tokens, batch_size=len(seqs))
 
-    _sync(lm.device)
-    t0 = time.perf_counter()
+    t0 = clock(lm.device)
     logits = lm.prefill(prompts, cache)  # [B, V]
     index = 0
     while True:
         processed = process_logits(logits, params, [s.prompt_ids for s in seqs], [s.output_ids for s in seqs], eos)
         tokens = sample(processed, params, generator)  # [B]
-        lps = top_logprobs(logits, params.logprobs, tokens) if params.logprobs is not None else [None] * len(seqs)
-        _sync(lm.device)
-        seconds = time.perf_counter() - t0
+        logprobs = (top_logprobs(logits, params.logprobs, tokens) if params.logprobs is not None
+                    else [None] * len(seqs))  # per sequence: {token id: log-probability}
+        seconds = clock(lm.device) - t0
         chosen = tokens.tolist()
-        for seq, token, lp in zip(seqs, chosen, lps, strict=True):
+        for seq, token, token_logprobs in zip(seqs, chosen, logprobs, strict=True):
             if not seq.finished:
-                seq.append(token, seconds, lp)
+                seq.append(token, seconds, token_logprobs)
         yield Step(index, "prefill" if index == 0 else "decode", chosen, logits, processed, seconds, cache, seqs)
         if all(s.finished for s in seqs):
             return
-        t0 = time.perf_counter()
+        t0 = clock(lm.device)
         logits = lm.decode_step(tokens, cache)  # [B, V]; finished rows run too and are ignored
         index += 1
 
@@ -170,18 +143,17 @@ def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
 def generate(lm, prompts: list[list[int]], params: SamplingParams) -> list[GenerationOutput]:
     """Generate for every prompt; one output per prompt, in order."""
     if params.num_beams > 1:
-        from .beam import beam_search
-
         return [beam_search(lm, p, params) for p in prompts]
-    last = deque(generation_steps(lm, prompts, params), maxlen=1)[0]  # run the loop to the end
-    return [seq.result() for seq in last.sequences]
+    for step in generation_steps(lm, prompts, params):
+        if all(seq.finished for seq in step.sequences):  # the last step: every sequence has stopped
+            return [seq.result() for seq in step.sequences]
 
 
 def stream(lm, prompt: list[int], params: SamplingParams):
     """Yield the generated text in pieces as tokens arrive; never half a character, never a stop string."""
     if params.num_beams > 1:
         raise ValueError("beam search cannot stream: the best beam is known only at the end")
-    if lm._tokenizer is None:
+    if not lm.has_tokenizer:
         raise ValueError("streaming text needs a tokenizer; this model was loaded without one")
     for step in generation_steps(lm, [prompt], params):
         seq = step.sequences[0]

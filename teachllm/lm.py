@@ -14,24 +14,16 @@ without any cache, which is what the cached path must reproduce.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import torch
 
 from .cache import KVCache
 from .config import ModelConfig
+from .generate import generate, stream
 from .loading import build_model, checkpoint_folder, read_safetensors, resolve_device, resolve_dtype
 from .model import Trace, Transformer
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
-
-
-@dataclass
-class Stage:
-    """One stop of `step_through`: the hidden state after a named stage of the forward pass."""
-    name: str  # "embedding", "layer 0" … "layer L-1", "final norm", "logits"
-    output: torch.Tensor  # [B, S, h] hidden states, or [B, S, V] logits for the last stage
-    index: int | None = None  # layer index for the layer stages
 
 
 class LanguageModel:
@@ -47,6 +39,11 @@ class LanguageModel:
         if self._tokenizer is None:
             raise ValueError(f"{self.name} was loaded without tokenizer files; pass token ids instead of text")
         return self._tokenizer
+
+    @property
+    def has_tokenizer(self) -> bool:
+        """Whether the checkpoint came with tokenizer files (without them, pass token ids, not text)."""
+        return self._tokenizer is not None
 
     @property
     def device(self) -> torch.device:
@@ -119,18 +116,7 @@ class LanguageModel:
             self._check_batch(cache, ids.shape[0])
             self._set_padding(cache, pad)
             cache.check_room(ids.shape[1])
-        m = self.model
-        _, rope, mask = m.prepare(ids, cache)
-        h = m.embed_tokens(ids)  # [B, S, h]
-        yield Stage("embedding", h)
-        for i, layer in enumerate(m.layers):
-            h = layer(h, rope, mask, cache, trace)  # [B, S, h]
-            yield Stage(f"layer {i}", h, i)
-        h = m.norm(h)
-        yield Stage("final norm", h)
-        if cache is not None:
-            cache.advance(ids.shape[1])
-        yield Stage("logits", m.lm_head(h))  # [B, S, V]
+        yield from self.model.stages(ids, cache, trace)
 
     # ---- text in, text out ---------------------------------------------------------------------
     def generate(self, prompt, params: SamplingParams | None = None):
@@ -140,16 +126,12 @@ class LanguageModel:
         Returns one `GenerationOutput` (text, token_ids, finish_reason, logprobs, metrics), or a list
         of them for a list of prompts.
         """
-        from .generate import generate
-
         prompts, single = self._prompts(prompt)
         outputs = generate(self, prompts, params or SamplingParams())
         return outputs[0] if single else outputs
 
     def stream(self, prompt, params: SamplingParams | None = None):
         """Yield text pieces as tokens arrive (one prompt: a string or a list of ids)."""
-        from .generate import stream
-
         prompts, single = self._prompts(prompt)
         if not single:
             raise ValueError("stream takes one prompt; use generate for a batch")

@@ -11,8 +11,12 @@ sequence (cache=None). With a cache, each layer writes its new K and V into it a
 everything stored so far; without, it attends over the K and V it just computed.
 
 What the decoder asks of a cache (the contiguous `KVCache`, or the paged cache of the serving
-chapters) is three calls: `positions_and_mask(n_new, window)` before the layers run,
-`write(layer, k_new, v_new)` in each layer, and `advance(n_new)` after the last one.
+chapters) is three calls, written down as the `AttentionCache` protocol in cache.py:
+`positions_and_mask(n_new, window)` before the layers run, `write(layer, k_new, v_new)` in each
+layer, and `advance(n_new)` after the last one.
+
+One walk through the layers, `Transformer.stages`, serves `forward`, `LanguageModel.step_through`
+and CacheBlend.
 
 Parameter names follow the Hugging Face checkpoints (`layers.0.self_attn.q_proj.weight`, ...),
 so a checkpoint's tensors load one to one.
@@ -27,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cache import KVCache, attention_mask
+from .cache import AttentionCache, attention_mask
 from .config import ModelConfig
 
 
@@ -46,6 +50,14 @@ class LayerTrace:
     resid_mid: torch.Tensor  # [B, S, h]       resid_in + attn_out
     mlp_out: torch.Tensor  # [B, S, h]         SwiGLU MLP output
     resid_out: torch.Tensor  # [B, S, h]       resid_mid + mlp_out: what the next layer reads
+
+
+@dataclass
+class Stage:
+    """One stop of the forward pass (`Transformer.stages`): what a named stage produced."""
+    name: str  # "embedding", "layer 0" … "layer L-1", "final norm", "logits"
+    output: torch.Tensor  # [B, S, h] hidden states, or [B, S, V] logits for the last stage
+    index: int | None = None  # layer index for the layer stages
 
 
 @dataclass
@@ -144,7 +156,7 @@ class Attention(nn.Module):
             self.q_norm = RMSNorm(d, config.rms_norm_eps)
             self.k_norm = RMSNorm(d, config.rms_norm_eps)
 
-    def forward(self, x, rope, mask, cache: KVCache | None, record: dict | None):
+    def forward(self, x, rope, mask, cache: AttentionCache | None, record: dict | None):
         B, S, _ = x.shape
         q = self.q_proj(x).view(B, S, self.n_heads, self.head_dim)  # [B, S, n_h, d]
         k = self.k_proj(x).view(B, S, self.n_kv_heads, self.head_dim)  # [B, S, n_kv, d]
@@ -186,13 +198,12 @@ class MLP(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig, index: int):
         super().__init__()
-        self.index = index
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.self_attn = Attention(config, index)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config)
 
-    def forward(self, x, rope, mask, cache: KVCache | None = None, trace: Trace | None = None):
+    def forward(self, x, rope, mask, cache: AttentionCache | None = None, trace: Trace | None = None):
         record = {} if trace is not None else None
         attn_out = self.self_attn(self.input_layernorm(x), rope, mask, cache, record)  # [B, S, h]
         mid = x + attn_out  # [B, S, h]
@@ -217,37 +228,55 @@ class Transformer(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)  # [d/2]
 
-    def prepare(self, ids: torch.Tensor, cache: KVCache | None):
-        """Positions, RoPE angles and attention mask for `ids` [B, S] written after what `cache` holds.
+    def prepare(self, n_new: int, batch_size: int, cache: AttentionCache | None):
+        """Positions, RoPE angles and attention mask for `n_new` tokens per sequence written after what
+        `cache` holds.
 
         The cache knows where each sequence stands, so it says which position each new token has and
-        which stored keys it may read. Without a cache, the sequence starts at position 0.
+        which stored keys it may read. Without a cache, every sequence starts at position 0.
         """
-        B, S = ids.shape
         window = self.config.sliding_window
         if cache is None:
-            positions = torch.arange(S, device=ids.device).expand(B, S)  # [B, S]
-            mask = attention_mask(torch.zeros(B, dtype=torch.long, device=ids.device), 0, S, window)
+            positions = torch.arange(n_new, device=self.inv_freq.device).expand(batch_size, n_new)  # [B, S]
+            mask = attention_mask(positions, positions, window)  # [B, 1, S, S]
         else:
-            positions, mask = cache.positions_and_mask(S, window)  # [B, S], [B, 1, S, T]
+            positions, mask = cache.positions_and_mask(n_new, window)  # [B, S], [B, 1, S, T]
         rope = rope_cos_sin(self.inv_freq, positions, self.embed_tokens.weight.dtype)
         return positions, rope, mask
 
-    def forward(self, ids: torch.Tensor, cache: KVCache | None = None, trace: Trace | None = None,
+    def stages(self, ids: torch.Tensor, cache: AttentionCache | None = None, trace: Trace | None = None,
+               last_only: bool = False, hidden: torch.Tensor | None = None, first_layer: int = 0):
+        """The forward pass as a walk through named stages, yielding a `Stage` after each:
+        "embedding", "layer 0" … "layer L-1", "final norm", "logits" ([B, S, V], or [B, 1, V] with last_only).
+
+        `forward` runs the walk to its end, `LanguageModel.step_through` shows every stop, and CacheBlend
+        stops after a layer and goes on from there with fewer tokens: with `hidden` [B, S, h], the walk
+        starts at layer `first_layer` from that hidden state instead of embedding `ids`.
+        """
+        B, S = hidden.shape[:2] if hidden is not None else ids.shape
+        positions, rope, mask = self.prepare(S, B, cache)
+        if hidden is None:
+            hidden = self.embed_tokens(ids)  # [B, S, h]
+            if trace is not None:
+                trace.positions, trace.mask, trace.embeddings = positions, mask, hidden
+            yield Stage("embedding", hidden)
+        for i in range(first_layer, len(self.layers)):
+            hidden = self.layers[i](hidden, rope, mask, cache, trace)  # [B, S, h]
+            yield Stage(f"layer {i}", hidden, i)
+        hidden = self.norm(hidden)  # [B, S, h]
+        if last_only:
+            hidden = hidden[:, -1:]  # [B, 1, h]: an engine only needs the next token after the last one
+        yield Stage("final norm", hidden)
+        logits = self.lm_head(hidden)  # [B, S, V]
+        if cache is not None:
+            cache.advance(S)
+        if trace is not None:
+            trace.final_hidden, trace.logits = hidden, logits
+        yield Stage("logits", logits)
+
+    def forward(self, ids: torch.Tensor, cache: AttentionCache | None = None, trace: Trace | None = None,
                 last_only: bool = False) -> torch.Tensor:
         """Logits for the new tokens `ids` [B, S]: [B, S, V], or [B, 1, V] with last_only."""
-        positions, rope, mask = self.prepare(ids, cache)
-        h = self.embed_tokens(ids)  # [B, S, h]
-        if trace is not None:
-            trace.positions, trace.mask, trace.embeddings = positions, mask, h
-        for layer in self.layers:
-            h = layer(h, rope, mask, cache, trace)  # [B, S, h]
-        h = self.norm(h)  # [B, S, h]
-        if last_only:
-            h = h[:, -1:]  # [B, 1, h]: an engine only needs the next token after the last one
-        logits = self.lm_head(h)  # [B, S, V]
-        if cache is not None:
-            cache.advance(ids.shape[1])
-        if trace is not None:
-            trace.final_hidden, trace.logits = h, logits
-        return logits
+        for stage in self.stages(ids, cache, trace, last_only):
+            if stage.name == "logits":
+                return stage.output

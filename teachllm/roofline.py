@@ -9,50 +9,18 @@ a long prefill uses each weight for hundreds of tokens and sits far right.
 
 `measure_device` measures the two numbers that draw the roof (a matmul probe and a copy probe),
 `KNOWN_DEVICES` holds spec-sheet values for comparison, and `measure_phases` times the real model
-and returns the points to place under the roof. Timing goes through `timed`, which synchronises
-CUDA before reading the clock (GPU work is asynchronous: without it one times only the launch).
+and returns the points to place under the roof. Timing goes through `teachllm.timing.timed`,
+which synchronises CUDA before reading the clock.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import asdict, dataclass
 
 import torch
 
-
-# ---- timing --------------------------------------------------------------------------------------
-def synchronize(device: str | torch.device = "cpu") -> None:
-    """Wait until the device has finished the work queued so far (a no-op on the CPU)."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def clock(device: str | torch.device = "cpu") -> float:
-    """time.perf_counter() after the device has caught up: take two and subtract to time a region."""
-    synchronize(device)
-    return time.perf_counter()
-
-
-def timed(fn, device: str | torch.device = "cpu", reps: int = 5, warmup: int = 1,
-          budget_s: float | None = None) -> float:
-    """Median seconds of `fn()` over `reps` runs, after `warmup` untimed runs.
-
-    With `budget_s`, stops repeating once that many seconds have been spent on timed runs
-    (at least one timed run always happens), so a slow case does not take the whole benchmark.
-    """
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(max(1, reps)):
-        start = clock(device)
-        fn()
-        times.append(clock(device) - start)
-        if budget_s is not None and sum(times) >= budget_s:
-            break
-    return statistics.median(times)
+from .cost import decode_cost, prefill_cost
+from .timing import clock, synchronize, timed  # noqa: F401  (re-exported: tl.roofline.timed, .clock)
 
 
 # ---- a device's roof -----------------------------------------------------------------------------
@@ -171,8 +139,6 @@ def measure_phases(lm, prefill_lengths=(32, 128, 512), decode_batches=(1, 8), de
     Returns data only; the notebooks draw it. With `device` (from `measure_device`), each point
     also carries the roof's attainable FLOP/s at its intensity.
     """
-    from .cost import decode_cost, prefill_cost  # imported here: teachllm.cost imports this module
-
     generator = torch.Generator().manual_seed(0)
     points = []
 

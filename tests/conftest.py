@@ -13,11 +13,16 @@ import torch  # noqa: E402
 
 import teachllm as tl  # noqa: E402
 
+# The device and dtype of the bundled model in the tests: the CPU in float32 unless TEACHLLM_DEVICE /
+# TEACHLLM_DTYPE say otherwise (`make test-accelerator` runs the parity tests on a GPU, in float32).
+DEVICE = os.environ.get("TEACHLLM_DEVICE", "cpu")
+DTYPE = os.environ.get("TEACHLLM_DTYPE", "float32")
+
 
 @pytest.fixture(scope="session")
 def lm():
-    """The bundled SmolLM2-135M-Instruct in teachllm, float32 on the CPU."""
-    return tl.load(device="cpu", dtype="float32", progress=False)
+    """The bundled SmolLM2-135M-Instruct in teachllm (float32 on the CPU unless pinned otherwise)."""
+    return tl.load(device=DEVICE, dtype=DTYPE, progress=False)
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +31,7 @@ def hf_model(lm):
     from transformers import AutoModelForCausalLM
 
     folder = tl.loading.checkpoint_folder(progress=False)
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=lm.dtype).to(lm.device).eval()
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +48,7 @@ def one_thread():
 @pytest.fixture(scope="session")
 def long_prompt(lm):
     """An English paragraph of well over 64 tokens."""
-    text = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
-            "combined movable metal type, oil-based ink and a wooden screw press adapted from wine making. "
-            "Within fifty years, presses had spread to more than two hundred cities across Europe, the price "
-            "of books fell sharply, and pamphlets carried news, sermons and arguments further than any "
-            "handwritten copy ever had.")
-    ids = lm.tokenizer.encode(text)
+    ids = lm.tokenizer.encode(tl.texts.ENGLISH)
     assert len(ids) >= 64
     return ids
 

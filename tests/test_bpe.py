@@ -1,14 +1,13 @@
 """The toy BPE trainer against the `tokenizers` library's BpeTrainer, and the seeds' example."""
 
 import json
-from pathlib import Path
 
 import pytest
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
+from teachllm import texts
 from teachllm.bpe import WORD, bpe_encode, split_words, train_bpe
 
-SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 ENGLISH = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined "
            "movable metal type, oil-based ink and a wooden screw press. Within fifty years presses had spread to "
            "more than two hundred cities across Europe, the price of books fell, and pamphlets carried news, "
@@ -59,7 +58,7 @@ def test_encode_with_learned_merges_reassembles_the_text():
     assert len(pieces) < len(ENGLISH) / 2  # 100 merges already halve the number of symbols
 
 
-def test_training_on_a_seed_text():
-    text = (SEEDS / "inference-flow.txt").read_text()[:3000]
+def test_training_on_a_chinese_paragraph():
+    text = texts.CHINESE + texts.ENGLISH
     _, merges = train_bpe(text, 40)
     assert [m.pair for m in merges] == reference_merges(text, 40)

@@ -1,5 +1,6 @@
 """The KV cache: its size against the formula, and its contents against what the layers computed."""
 
+import pytest
 import torch
 
 import teachllm as tl
@@ -23,12 +24,15 @@ def test_allocated_and_used_bytes_follow_the_formula(lm):
     assert cache.bytes_per_token == 2 * 30 * 3 * 64 * 4
 
 
-def test_slots_beyond_length_stay_empty(lm):
-    cache = lm.new_cache(max_len=16)
-    lm.prefill([10, 20, 30], cache)
-    assert cache.k[:, :, :, 3:].abs().max() == 0
-    assert cache.keys(0).shape == (1, lm.config.n_kv_heads, 3, lm.config.head_dim)
-    assert cache.k[:, :, :, :3].abs().min() >= 0 and cache.k[:, :, :, :3].abs().max() > 0
+def test_the_cache_holds_what_each_layer_computed(lm):
+    """After prefill, every layer's stored K and V are the keys and values that layer computed (its trace),
+    and the slots beyond the filled length are still zero."""
+    cache, trace = lm.new_cache(max_len=16), tl.Trace()
+    lm.prefill([10, 20, 30], cache, trace=trace)
+    for layer in range(lm.config.n_layers):
+        assert torch.equal(cache.keys(layer), trace.layers[layer].k)  # [1, n_kv, 3, d]
+        assert torch.equal(cache.values(layer), trace.layers[layer].v)
+    assert cache.k[:, :, :, 3:].abs().max() == 0 and cache.v[:, :, :, 3:].abs().max() == 0
 
 
 def test_reset_empties_the_cache(lm):
@@ -45,6 +49,12 @@ def test_repr_reports_usage(lm):
     assert "length=2/10" in repr(cache)
 
 
-def test_default_cache_is_the_whole_context(lm):
-    cache = tl.KVCache(lm.config, max_len=lm.config.max_position_embeddings)
-    assert cache.max_len == lm.config.max_position_embeddings
+def test_a_cache_never_outgrows_the_context_window(lm):
+    window = lm.config.max_position_embeddings
+    with pytest.raises(ValueError, match=f"context window of {window}"):
+        tl.KVCache(lm.config, max_len=window + 1)
+    cache = lm.new_cache(max_len=4)
+    lm.prefill([1, 2, 3], cache)
+    lm.decode_step(4, cache)
+    with pytest.raises(ValueError, match="the KV cache is full"):
+        lm.decode_step(5, cache)

@@ -16,7 +16,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import teachllm as tl
-from teachllm import bench, cost
+from teachllm import bench, cost, roofline, timing
 from teachllm.model import Transformer
 
 LINEAR_OPS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -205,7 +205,7 @@ def test_batch_one_decode_is_about_one_flop_per_byte_in_16_bit(lm):
 
 # ---- roofline ----------------------------------------------------------------------------------
 def test_roofline_is_the_lower_of_the_two_roofs():
-    h100 = cost.KNOWN_DEVICES["H100 SXM"]
+    h100 = roofline.KNOWN_DEVICES["H100 SXM"]
     assert (h100.peak_flops, h100.bandwidth) == (989e12, 3.35e12)
     for intensity in (0.5, 1, 10, h100.ridge, 1000, 1e5):
         roof = h100.attainable(intensity)
@@ -213,7 +213,7 @@ def test_roofline_is_the_lower_of_the_two_roofs():
         assert roof == min(h100.peak_flops, h100.bandwidth * intensity)
     assert h100.attainable(1.0) == h100.bandwidth  # memory-bound below the ridge: 1 FLOP per byte
     assert h100.attainable(10 * h100.ridge) == h100.peak_flops
-    assert cost.attainable(100.0, 10.0, 2.0) == 20.0
+    assert roofline.attainable(100.0, 10.0, 2.0) == 20.0
     # the bound names the roof that is lower: bandwidth × intensity below the ridge, the peak above it
     for intensity in (0.5, 10, 294, 296, 1e4):
         below = h100.bandwidth * intensity < h100.peak_flops
@@ -221,15 +221,26 @@ def test_roofline_is_the_lower_of_the_two_roofs():
 
 
 def test_device_probe_returns_positive_numbers():
-    measured = cost.measure_device("cpu", reps=2)
+    measured = roofline.measure_device("cpu", reps=2)
     assert measured.peak_flops > 0 and measured.bandwidth > 0 and measured.ridge > 0
     assert measured.source == "measured"
 
 
-def test_timed_returns_the_median():
+def test_timed_returns_the_median_and_keeps_to_its_budget(monkeypatch):
+    """A fake clock makes the timed runs last 3, 1 and 2 s: the median is 2 and warm-up runs are not timed.
+    With a budget, timing stops once the runs so far add up to it: 3.5 s stops after [3, 1], 2.5 s after [3]."""
+    def fake_clock(durations):
+        ticks = iter([t for d in durations for t in (0.0, d)])
+        return lambda device="cpu": next(ticks)
+
     calls = []
-    assert cost.timed(lambda: calls.append(1), "cpu", reps=3, warmup=2) >= 0
+    monkeypatch.setattr(timing, "clock", fake_clock([3.0, 1.0, 2.0]))
+    assert timing.timed(lambda: calls.append(1), "cpu", reps=3, warmup=2) == 2.0
     assert len(calls) == 5
+    monkeypatch.setattr(timing, "clock", fake_clock([3.0, 1.0]))
+    assert timing.timed(lambda: None, "cpu", reps=3, warmup=0, budget_s=3.5) == 2.0
+    monkeypatch.setattr(timing, "clock", fake_clock([3.0]))
+    assert timing.timed(lambda: None, "cpu", reps=3, warmup=0, budget_s=2.5) == 3.0
 
 
 def tiny_pair(tied=False):
@@ -250,12 +261,12 @@ def test_random_models_hold_the_same_weights(tied):
 
 def test_measure_phases_returns_points_with_their_costs():
     lm, _ = tiny_pair()
-    points = cost.measure_phases(lm, prefill_lengths=(8,), decode_batches=(1, 2), decode_contexts=(16,),
-                                 device=cost.KNOWN_DEVICES["T4"], reps=1, warmup=0)
+    points = roofline.measure_phases(lm, prefill_lengths=(8,), decode_batches=(1, 2), decode_contexts=(16,),
+                                 device=roofline.KNOWN_DEVICES["T4"], reps=1, warmup=0)
     assert [(p.phase, p.batch_size, p.length) for p in points] == [("prefill", 1, 8), ("decode", 1, 16),
                                                                      ("decode", 2, 16)]
     for p in points:
-        assert p.seconds > 0 and p.attainable_flops <= cost.KNOWN_DEVICES["T4"].peak_flops
+        assert p.seconds > 0 and p.attainable_flops <= roofline.KNOWN_DEVICES["T4"].peak_flops
         assert {"intensity", "achieved_flops", "tokens_per_s"} <= set(p.to_dict())
     assert points[1].flops == cost.decode_flops(lm.config, 16).total
 
@@ -266,7 +277,7 @@ def test_bench_smoke_on_a_tiny_random_model(tmp_path):
     lm, hf = tiny_pair()
     settings = bench.Settings(new_tokens=4, reps=1, batch_sizes=(1, 2), batch_steps=2, prefill_lengths=(8,),
                               decode_contexts=(16,), budget_s=0.1)
-    report = bench.run(lm, hf, list(range(3, 14)), settings, "tiny", roof=cost.KNOWN_DEVICES["T4"])
+    report = bench.run(lm, hf, list(range(3, 14)), settings, "tiny", roof=roofline.KNOWN_DEVICES["T4"])
     report = json.loads(json.dumps(report))
     assert {"setup", "roofline", "greedy", "batch_decode", "prefill", "decode_context", "elapsed_s"} <= set(report)
     assert report["greedy"]["same_tokens"]

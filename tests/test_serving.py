@@ -6,6 +6,7 @@ test_serving_model.py.
 """
 
 import json
+import math
 
 import pytest
 import torch
@@ -337,10 +338,19 @@ def test_speculative_decoding_gives_the_greedy_tokens(lm, draft):
     result = speculative_generate(lm, prompt, max_tokens=15, draft_layers=draft, gamma=3)
     greedy = lm.generate(prompt, tl.SamplingParams(temperature=0, max_tokens=15, ignore_eos=True))
     assert result.token_ids == greedy.token_ids
-    assert result.target_calls == pytest.approx((15 - 1) / result.tokens_per_target_call)
+    calls = []
+    forward = lm.model.forward
+    lm.model.forward = lambda *args, **kwargs: calls.append(args[0].shape[1]) or forward(*args, **kwargs)
+    try:  # count the target's forward calls independently of the result's own bookkeeping
+        again = speculative_generate(lm, prompt, max_tokens=15, draft_layers=draft, gamma=3)
+    finally:
+        del lm.model.forward
+    assert again.token_ids == greedy.token_ids
+    assert calls == [len(prompt)] + [4] * again.target_calls  # one prefill, then γ + 1 = 4 tokens per check
+    assert again.accepted <= again.proposed == 3 * again.target_calls
     if draft == 3:  # a draft with every layer is the target: every proposal is accepted
         assert result.acceptance_rate == 1.0
-        assert result.target_calls == -(-(15 - 1) // 4)  # γ + 1 = 4 tokens per call
+        assert result.target_calls == math.ceil((15 - 1) / 4)  # γ + 1 = 4 tokens per call
 
 
 def test_int8_quantisation_error_is_bounded_by_half_a_step():

@@ -11,8 +11,12 @@ import subprocess
 import sys
 
 import pytest
+
+pytest.importorskip("plotly")  # before anything that imports teachllm.viz
+pytest.importorskip("ipywidgets")
 import torch
 from scipy.stats import entropy
+from transformers import TopPLogitsWarper
 
 import teachllm as tl
 from teachllm import cost
@@ -22,8 +26,6 @@ from teachllm.viz import data, figures
 
 PROMPT = "The three primary colours are"
 
-pytest.importorskip("plotly")
-pytest.importorskip("ipywidgets")
 
 SETTINGS = [
     dict(temperature=1.0),
@@ -86,7 +88,8 @@ def test_the_top_p_cut_keeps_the_token_that_crosses_p(lm, prompt_ids, logits, to
     d = data.distribution(logits, params, prompt_ids, top_n=100)
     before_top_p = apply_top_k(apply_temperature(logits, 1.2), 80).softmax(-1)  # what top-p sees
     mass = torch.sort(before_top_p, descending=True).values.cumsum(0)
-    expected = int((mass < top_p).sum()) + 1  # every token while the mass before it is below p, and the next one
+    reference = TopPLogitsWarper(top_p)(None, apply_top_k(apply_temperature(logits, 1.2), 80)[None])  # transformers
+    expected = int(reference.isfinite().sum())  # the tokens transformers keeps: the mass before each is below p
     assert d.n_top_p == expected
     assert d.cumulative == pytest.approx(mass[:100].tolist(), abs=1e-5)
     cut = [s for s in figures.distribution_figure(d).layout.shapes if s.label.text == "top-p cut"]

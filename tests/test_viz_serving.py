@@ -8,16 +8,15 @@ manager's `usage()` read live after every step; the paged cache points what the 
 import re
 
 import pytest
+
+pytest.importorskip("plotly")  # before anything that imports teachllm.viz
+pytest.importorskip("ipywidgets")
 import torch
 
 import teachllm as tl
 from teachllm.serving import ServingConfig, ServingEngine, precompute_chunk, quality_table
 from teachllm.viz import data, figures
-
-pytest.importorskip("plotly")
-pytest.importorskip("ipywidgets")
-
-from teachllm.viz import serving as vs  # noqa: E402
+from teachllm.viz import serving as vs
 
 TEXTS = ["The three primary colours are", "Water boils at", "def fibonacci(n):",
          "Once upon a time, in a small village by the sea, there lived an old fisherman who"]

@@ -21,13 +21,17 @@ import plotly.io as pio
 import torch
 
 import teachllm as tl
-from teachllm.serving import (BlockManager, PagedKVCache, Request, ServingConfig, ServingEngine,
-                              compare_with_contiguous)
+from teachllm.serving import BlockManager, PagedKVCache, Request, ServingConfig, ServingEngine, compare_with_contiguous
 from teachllm.serving.parity import contiguous_logits
 from teachllm.serving.workload import LONG_TEXT
 from teachllm.viz import data, figures
-from teachllm.viz.serving import (BlockTableView, block_table_figure, fragmentation_figure, paged_cache_points,
-                                  slot_usage)
+from teachllm.viz.serving import (
+    BlockTableView,
+    block_table_figure,
+    fragmentation_figure,
+    paged_cache_points,
+    slot_usage,
+)
 
 pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)

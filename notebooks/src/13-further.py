@@ -21,9 +21,20 @@ import plotly.io as pio
 import torch
 
 import teachllm as tl
-from teachllm.serving import (Int8KVCache, ServingConfig, ServingEngine, acceptance_table, blend, block_hash,
-                              int8_error, precompute_chunk, quality_table, quantize_int8, shift_keys,
-                              speculative_generate)
+from teachllm.serving import (
+    Int8KVCache,
+    ServingConfig,
+    ServingEngine,
+    acceptance_table,
+    blend,
+    block_hash,
+    int8_error,
+    precompute_chunk,
+    quality_table,
+    quantize_int8,
+    shift_keys,
+    speculative_generate,
+)
 from teachllm.serving.bench import DOCUMENTS, QUESTION
 from teachllm.viz.serving import blend_quality_figure
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
 
+from ..units import ceil_div
 from .request import Request
 
 
@@ -90,7 +91,7 @@ class BlockManager:
 
     def blocks_for(self, n_tokens: int) -> int:
         """Blocks needed to hold n_tokens: ceil(n_tokens / block_size)."""
-        return -(-n_tokens // self.block_size)
+        return ceil_div(n_tokens, self.block_size)
 
     # ---- prefix caching ------------------------------------------------------------------------
     def cached_prefix(self, request: Request) -> list[int]:

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..cache import attention_mask
 from ..model import apply_rope, rope_cos_sin
 
 SELECTIONS = ("deviation", "random")
@@ -74,12 +75,20 @@ def shift_keys(lm, k: torch.Tensor, offset: int) -> torch.Tensor:
 
 class _BlendKV:
     """The context's K and V while blending: reused everywhere, overwritten where tokens are recomputed.
-    Passed to the decoder layers as their cache (they only call `write`)."""
+    Passed to the decoder as its cache (the `AttentionCache` calls): the new tokens are the ones at `rows`,
+    and every one of them may read the whole context before it."""
 
-    def __init__(self, k: torch.Tensor, v: torch.Tensor):
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, rows: torch.Tensor):
         self.k, self.v = k, v  # [L, n_kv, N, d]
-        self.rows: torch.Tensor | None = None  # [S] positions of the tokens computed in this pass
+        self.rows = rows  # [S] positions of the tokens computed in this pass
         self.deviation: dict[int, torch.Tensor] = {}  # layer → [S] ‖new − reused‖² per token
+
+    def positions_and_mask(self, n_new: int, window: int | None = None):
+        keys = torch.arange(self.k.shape[2], device=self.rows.device)  # [N] the whole context
+        return self.rows[None], attention_mask(self.rows[None], keys, window)  # [1, S], [1, 1, S, N]
+
+    def advance(self, n_new: int) -> None:
+        pass  # the context's length does not change: recomputed tokens overwrite their own slots
 
     def write(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor):
         """k_new, v_new: [1, n_kv, S, d] for the positions `rows`; returns the whole context's [1, n_kv, N, d]."""
@@ -112,27 +121,24 @@ def blend(lm, chunks: list[ChunkKV], ratio: float, select: str = "deviation", fu
     if ratio == 0:  # full reuse: nothing is computed
         return BlendResult(k, v, [], 0.0, None)
 
-    kv = _BlendKV(k.clone(), v.clone())
     ids = torch.tensor([sum((c.token_ids for c in chunks), [])], device=k.device)  # [1, N]
-    positions = torch.arange(N, device=k.device)  # [N]
-    h = m.embed_tokens(ids)  # [1, N, h]
-    rows = positions  # the tokens computed so far: all of them in the first layers
-    n_keep = max(1, round(ratio * N))
-    for i, layer in enumerate(m.layers):
-        if i == full_layers:  # from here on, only the chosen tokens
-            if select == "deviation":
-                rows = kv.deviation[full_layers - 1].topk(n_keep).indices.sort().values  # [r·N]
-            else:
-                g = torch.Generator().manual_seed(seed)
-                rows = torch.randperm(N, generator=g)[:n_keep].sort().values.to(k.device)
-            h = h[:, rows]  # [1, r·N, h]
+    kv = _BlendKV(k.clone(), v.clone(), rows=torch.arange(N, device=k.device))  # every token, first
+    for stage in m.stages(ids, kv):  # layers 0 … full_layers − 1 recompute all N tokens
+        if stage.index == full_layers - 1:
+            hidden = stage.output  # [1, N, h]
+            break
+    rows = kv.rows
+    if full_layers < L:  # layers full_layers … L − 1 recompute only the chosen tokens
+        n_keep = max(1, round(ratio * N))
+        if select == "deviation":
+            rows = kv.deviation[full_layers - 1].topk(n_keep).indices.sort().values  # [r·N]
+        else:
+            g = torch.Generator().manual_seed(seed)
+            rows = torch.randperm(N, generator=g)[:n_keep].sort().values.to(k.device)
         kv.rows = rows
-        rope = rope_cos_sin(m.inv_freq, rows[None], h.dtype)  # [1, S, d] cos and sin
-        mask = positions[None, :] <= rows[:, None]  # [S, N] causal over the whole context
-        if lm.config.sliding_window is not None:
-            mask = mask & (rows[:, None] - positions[None, :] < lm.config.sliding_window)
-        mask = mask[None, None]  # [1, 1, S, N]
-        h = layer(h, rope, mask, kv)  # [1, S, h]
+        for stage in m.stages(ids, kv, hidden=hidden[:, rows], first_layer=full_layers):  # [1, r·N, h]
+            if stage.index == L - 1:
+                break
     computed = full_layers * N + (L - full_layers) * len(rows)
     deviation = kv.deviation[full_layers - 1] if full_layers < L else None
     return BlendResult(kv.k, kv.v, rows.tolist() if full_layers < L else [], computed / (L * N), deviation)

@@ -27,6 +27,7 @@ import time
 import torch
 
 from ..sampling import SamplingParams, process_logits, sample, top_logprobs
+from ..timing import synchronize
 from .block_manager import BlockManager
 from .config import ServingConfig
 from .metrics import IterationRecord, ServingRun
@@ -76,7 +77,8 @@ class ServingEngine:
             raise ValueError(f"a prompt of {len(ids)} tokens plus max_tokens={params.max_tokens} needs {total} "
                              f"KV slots, but the pool holds {cfg.num_slots} ({cfg.num_blocks} blocks × "
                              f"{cfg.block_size}); raise ServingConfig.num_blocks")
-        request = Request(len(self.requests), ids, params, self.lm._tokenizer, self.lm.config.eos_token_ids,
+        tokenizer = self.lm.tokenizer if self.lm.has_tokenizer else None
+        request = Request(len(self.requests), ids, params, tokenizer, self.lm.config.eos_token_ids,
                           arrival_s=self.now(), arrival_iteration=len(self.timeline))
         if params.seed is not None:
             self._generators[request.request_id] = torch.Generator(device=self.lm.device).manual_seed(params.seed)
@@ -103,7 +105,7 @@ class ServingEngine:
         if batch.prefills:
             logits.append(self._forward(batch.prefills))
         logits = torch.cat(logits)  # [len(work), V]
-        _sync(self.lm.device)
+        synchronize(self.lm.device)
 
         sampled, finished = [], []
         index = len(self.timeline)
@@ -153,6 +155,7 @@ class ServingEngine:
             num_tokens=batch.num_tokens, forward_calls=bool(batch.decodes) + bool(batch.prefills),
             sampled=sampled, finished=finished, preempted=[r.request_id for r in batch.preempted],
             num_waiting=len(self.scheduler.waiting), num_running=len(running), blocks_used=usage.blocks_used,
+            slots_allocated=usage.slots_allocated, slots_used=usage.slots_used, slots_reserved=usage.contiguous_slots,
             fragmentation=usage.fragmentation, contiguous_fragmentation=usage.contiguous_fragmentation,
             block_tables=self.block_manager.snapshot(running) if self.config.record_block_tables else None)
         self.timeline.append(record)
@@ -197,8 +200,3 @@ class ServingEngine:
         return ServingRun(config=self.config.to_dict(), outputs=[r.result() for r in done],
                           requests=[r.stats() for r in done], timeline=self.timeline[first_iteration:],
                           total_s=max(r.finish_s for r in done) - start)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()

@@ -60,9 +60,9 @@ class Int8KVCache:
     def positions_and_mask(self, n_new: int, window: int | None = None):
         if self.length + n_new > self.max_len:
             raise ValueError(f"the int8 KV cache is full: {self.length} + {n_new} > {self.max_len}")
-        slots = torch.arange(self.length, self.length + n_new, device=self.start.device)  # [S]
-        positions = slots[None, :].expand(len(self.start), n_new)  # [B, S]
-        return positions, attention_mask(self.start, self.length, n_new, window)
+        slots = torch.arange(self.length + n_new, device=self.start.device)  # [T] no padding: slot = position
+        positions = slots[self.length:].expand(len(self.start), n_new)  # [B, S]
+        return positions, attention_mask(positions, slots, window)
 
     def write(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor):
         """Quantise and store the new K and V ([B, n_kv, S, d]); return all of them dequantised [B, n_kv, T, d]."""

@@ -32,8 +32,11 @@ class IterationRecord:
     num_waiting: int  # queue length after the iteration
     num_running: int  # running requests after the iteration
     blocks_used: int  # KV blocks held after the iteration
-    fragmentation: float  # 1 − used slots / allocated slots after the iteration
-    contiguous_fragmentation: float  # the same if each running request had reserved prompt + max_tokens slots
+    slots_allocated: int  # blocks_used × block_size
+    slots_used: int  # slots holding a computed token (a shared slot counted once)
+    slots_reserved: int  # Σ (prompt + max_tokens) over the running requests: what contiguous caches would hold
+    fragmentation: float  # 1 − slots_used / slots_allocated after the iteration
+    contiguous_fragmentation: float  # 1 − computed tokens / slots_reserved
     block_tables: dict | None = None  # BlockManager.snapshot() after the iteration, if recorded
 
     def to_dict(self) -> dict:

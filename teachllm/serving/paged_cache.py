@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import torch
 
+from ..cache import attention_mask
 from ..config import ModelConfig
 from ..cost import kv_cache_bytes
+from ..units import ceil_div
 
 
 class PagedKVCache:
@@ -105,7 +107,7 @@ class PagedBatch:
         self.positions = (starts[:, None] + col - (S - n)[:, None]).clamp(min=0)  # [B, S] each row's own
         self.length = int((starts + n).max())  # T: keys in the longest row after this call
         key_pos = torch.arange(self.length, device=device)  # [T]
-        width = -(-self.length // bs)  # blocks the longest row spans
+        width = ceil_div(self.length, bs)  # blocks the longest row spans
         tables = torch.zeros(len(block_tables), width, dtype=torch.long, device=device)  # [B, width], 0 = padding
         for b, table in enumerate(block_tables):
             tables[b, :len(table[:width])] = torch.tensor(table[:width], dtype=torch.long, device=device)
@@ -119,12 +121,8 @@ class PagedBatch:
         if j ≤ p (causal; this also hides the keys past a shorter row's end) and p − j < window."""
         if n_new != self.n_new:
             raise ValueError(f"this view was made for {self.n_new} new tokens per row, not {n_new}")
-        p = self.positions[:, :, None]  # [B, S, 1]
-        j = torch.arange(self.length, device=p.device)[None, None]  # [1, 1, T]
-        allowed = j <= p  # [B, S, T]
-        if window is not None:
-            allowed = allowed & (p - j < window)
-        return self.positions, allowed[:, None]  # [B, S], [B, 1, S, T]
+        key_pos = torch.arange(self.length, device=self.positions.device)  # [T] slot j of a row holds position j
+        return self.positions, attention_mask(self.positions, key_pos, window)  # [B, S], [B, 1, S, T]
 
     def write(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the real new tokens' K and V ([B, n_kv, S, d]) in the pool; return each row's keys and

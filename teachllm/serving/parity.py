@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..sampling import SamplingParams
+from ..units import ceil_div
 from .block_manager import BlockManager
 from .paged_cache import PagedKVCache
 from .request import Request
@@ -57,7 +58,7 @@ def compare_with_contiguous(lm, prompts: list[list[int]], block_size: int, n_dec
     `reference`: the contiguous runs, [contiguous_logits(lm, p, n_decode) for p in prompts], if already made."""
     reference = reference or [contiguous_logits(lm, p, n_decode) for p in prompts]
     longest = max(len(p) for p in prompts) + n_decode
-    num_blocks = len(prompts) * (-(-longest // block_size)) + 1
+    num_blocks = len(prompts) * ceil_div(longest, block_size) + 1
     pool = PagedKVCache(lm.config, num_blocks, block_size, dtype=lm.dtype, device=lm.device)
     manager = BlockManager(num_blocks, block_size, enable_prefix_caching=True)
     manager.free_ids.move_to_end(0)  # hand out block 1 first: block tables need not start at 0 or be in order

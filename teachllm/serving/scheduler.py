@@ -24,6 +24,7 @@ iteration, so decodes are never held up by a long prompt (Sarathi-Serve, vLLM's 
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -65,7 +66,7 @@ class Scheduler:
 
     def schedule(self) -> ScheduledBatch:
         cfg, bm = self.config, self.block_manager
-        budget = cfg.max_num_batched_tokens if cfg.max_num_batched_tokens is not None else 1 << 62
+        budget = cfg.max_num_batched_tokens if cfg.max_num_batched_tokens is not None else math.inf  # tokens this step
         admitting = cfg.policy == "continuous" or not self.running  # static: only an idle engine forms a batch
         batch = ScheduledBatch()
         scheduled: set[int] = set()

@@ -32,6 +32,7 @@ from torch import nn
 
 from ..lm import LanguageModel
 from ..model import Transformer
+from ..sampling import SamplingParams
 
 
 def layer_list(lm, draft_layers) -> list[int]:
@@ -56,7 +57,7 @@ def draft_model(lm, draft_layers) -> LanguageModel:
     draft.embed_tokens, draft.norm, draft.lm_head = target.embed_tokens, target.norm, target.lm_head
     draft.layers = nn.ModuleList(target.layers[i] for i in layers)
     draft.inv_freq = target.inv_freq
-    return LanguageModel(draft.eval(), lm._tokenizer, name=f"{lm.name} (layers {layers})")
+    return LanguageModel(draft.eval(), lm.tokenizer if lm.has_tokenizer else None, name=f"{lm.name} (layers {layers})")
 
 
 @dataclass
@@ -123,8 +124,6 @@ def speculative_generate(lm, prompt_ids: list[int], max_tokens: int, draft_layer
 def acceptance_table(lm, prompt_ids: list[int], max_tokens: int = 32, drafts=(8, 16, 24), gammas=(2, 4)) -> list[dict]:
     """Acceptance rate and tokens per target call for each draft (an int k or a list of layers, as in
     `speculative_generate`) and γ, with the wall-clock time of plain greedy decoding for comparison."""
-    from ..sampling import SamplingParams
-
     start = time.perf_counter()
     greedy = lm.generate(prompt_ids, SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True))
     greedy_s = time.perf_counter() - start

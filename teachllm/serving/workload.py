@@ -2,7 +2,7 @@
 
 - `decode_throughput`: batched decode at several batch sizes. A decode step reads every weight once
   whatever the batch, so while decode is memory-bound, B sequences cost little more than one:
-  tokens/s grows almost linearly with B (the seeds' §6.3).
+  tokens/s grows almost linearly with B (chapter 11).
 - `mixed_workload` + `compare_batching`: requests with mixed prompt and output lengths — a few long
   outputs among many short ones, spaced so that every static batch holds one long request — run
   under static and under continuous batching. Static batching makes the short requests of later
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from ..sampling import SamplingParams
+from ..texts import ENGLISH
 from .config import ServingConfig
 from .engine import ServingEngine
 from .metrics import ServingRun
@@ -47,10 +48,7 @@ PROMPTS = [
     "The quick brown fox",
 ]
 
-LONG_TEXT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined "
-             "movable metal type, oil-based ink and a wooden screw press adapted from wine making. Within fifty "
-             "years, presses had spread to more than two hundred cities across Europe, the price of books fell "
-             "sharply, and pamphlets carried news, sermons and arguments further than any handwritten copy. ")
+LONG_TEXT = ENGLISH  # the shared sample paragraph (teachllm.texts)
 
 
 @torch.no_grad()

@@ -22,7 +22,7 @@ from .. import cost, sampling
 from ..model import Trace
 from ..sampling import SamplingParams
 
-# The seeds' parameter-combination table (generation-process §4.7), one value picked inside each range.
+# The course's parameter-combination table (chapter 6, "The presets"), one value picked inside each range.
 PRESETS: dict[str, dict] = {
     "code": dict(temperature=0.2),  # T 0.1–0.3
     "factual QA": dict(temperature=0.3, top_p=0.9),  # T 0.0–0.5, top-p 0.9
@@ -185,7 +185,7 @@ def capture_attention(lm, prompt_ids: list[int], n_decode: int = 4, labels_of=No
             grid[:, row:row + s, :T] = p.masked_fill(~allowed, float("nan"))
             row += s
         probs.append(grid)
-    if labels_of is None and lm._tokenizer is not None:
+    if labels_of is None and lm.has_tokenizer:
         labels_of = labeller(lm.tokenizer)
     labels = labels_of(ids) if labels_of else [str(i) for i in ids]
     return AttentionCapture(ids, labels, S, lm.config.n_groups, probs)

@@ -234,7 +234,7 @@ def timeline_spec(segments: list[Segment]) -> tuple[list[dict], dict]:
 
 
 def timeline_figure(segments: list[Segment]) -> go.Figure:
-    """The seeds' GPU-utilisation Gantt, measured: each step as a bar in time, and below it the share of
+    """The lecture's GPU-utilisation Gantt (chapter 10), measured: each step as a bar in time, and below it the share of
     the device's peak FLOP/s the step reached (when a peak was given)."""
     return figure(timeline_spec(segments))
 

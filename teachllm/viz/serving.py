@@ -29,6 +29,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from .. import cost
+from ..units import ceil_div
 from .data import CachePoint
 from .figures import COLORS, figure
 from .widgets import refresh
@@ -110,19 +111,9 @@ class SlotUsage:
 
 
 def slot_usage(run) -> list[SlotUsage]:
-    """Read each iteration's record: allocated = blocks × block size; the used and reserved slots follow
-    from the two fragmentation numbers the block manager computed (and the block tables' token counts)."""
-    bs = run.config["block_size"]
-    rows = []
-    for r in run.timeline:
-        if r.block_tables is None:
-            raise ValueError("slot_usage needs block tables: run with ServingConfig(record_block_tables=True)")
-        allocated = r.blocks_used * bs
-        tokens = sum(r.block_tables["computed"].values())  # per request, a shared token once per request
-        reserved = round(tokens / (1 - r.contiguous_fragmentation)) if tokens else 0
-        rows.append(SlotUsage(r.index, r.num_running, round(allocated * (1 - r.fragmentation)), allocated, reserved,
-                              r.fragmentation, r.contiguous_fragmentation))
-    return rows
+    """Each iteration's slot counts, as the engine recorded them from the block manager."""
+    return [SlotUsage(r.index, r.num_running, r.slots_used, r.slots_allocated, r.slots_reserved, r.fragmentation,
+                      r.contiguous_fragmentation) for r in run.timeline]
 
 
 def paged_cache_points(engine, request_id: int) -> list[CachePoint]:
@@ -149,7 +140,7 @@ def paged_cache_points(engine, request_id: int) -> list[CachePoint]:
             blocks = len(tables[request_id])
         else:  # finished (or preempted) in this iteration: its blocks were freed after the forward call
             computed += n
-            blocks = -(-computed // bs)
+            blocks = ceil_div(computed, bs)
         used, allocated = computed * per_token, blocks * bs * per_token
         points.append(CachePoint(step=len(points), phase=kind, length=computed, capacity=blocks * bs,
                                  bytes_used=used, bytes_allocated=allocated,
@@ -272,7 +263,7 @@ def block_table_spec(snapshot: dict, title: str | None = None, columns: int = 16
                            z=z, text=text, customdata=hover, texttemplate="%{text}", zmin=0, zmax=1,
                            colorscale=scale, showscale=False, xgap=2, ygap=2,
                            hovertemplate="%{customdata}<extra></extra>"))
-    rows = -(-num_blocks // columns)
+    rows = ceil_div(num_blocks, columns)
     for name, test, scale in (("free", lambda b: refs.get(b, 0) == 0, [[0, "#f0f0f0"], [1, "#f0f0f0"]]),
                               ("one owner", lambda b: refs.get(b, 0) == 1, [[0, "#deebf7"], [1, COLORS["prefill"]]]),
                               ("shared", lambda b: refs.get(b, 0) > 1, [[0, "#e5f5e0"], [1, SHARED]])):
@@ -366,7 +357,7 @@ def blend_quality_spec(rows, title: str | None = None) -> tuple[list[dict], dict
     full = rows[0].ppl_full
     traces.append(dict(type="scatter", name="full prefill", mode="lines", x=[0, 1], y=[round(full, 4)] * 2,
                        xaxis="x2", yaxis="y2", line=dict(color="#636363", dash="dash")))
-    seed = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # the seed's ~15 % of the tokens
+    seed = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # CacheBlend's ~15 % of the tokens (chapter 13)
     shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=round(x, 4), x1=round(x, 4), y0=0, y1=1,
                    line=dict(color="#999", dash="dot"), label=dict(text="r = 0.15", textposition="end"))
               for x in seed for axis in ("", "2")]

@@ -20,7 +20,7 @@ import html
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from .. import cost
+from .. import roofline
 from ..generate import generation_steps
 from ..sampling import SamplingParams
 from . import data, figures
@@ -288,7 +288,7 @@ class StepThrough(widgets.VBox):
 # ---- 5. cost ---------------------------------------------------------------------------------------
 class PhaseTimeline(widgets.VBox):
     """Generate once and lay the measured steps out in time: one long prefill, many short decodes, and
-    the share of the device's peak FLOP/s each reached (`device` from `tl.cost.measure_device`)."""
+    the share of the device's peak FLOP/s each reached (`device` from `tl.roofline.measure_device`)."""
 
     def __init__(self, lm, prompt: str, params: SamplingParams | None = None, device=None):
         self.lm, self.prompt_ids, self.device = lm, lm.tokenizer.encode(prompt), device
@@ -301,7 +301,7 @@ class PhaseTimeline(widgets.VBox):
 
     def measure(self) -> list[data.Segment]:
         if self.device is None:
-            self.device = cost.measure_device(self.lm.device, self.lm.dtype)
+            self.device = roofline.measure_device(self.lm.device, self.lm.dtype)
         self.lm.generate(self.prompt_ids, SamplingParams(temperature=0, max_tokens=2))  # warm-up: one-off set-up costs
         records = [data.step_record(s, self.labels_of) for s in generation_steps(self.lm, [self.prompt_ids],
                                                                                  self.params)]
@@ -323,7 +323,7 @@ class RooflineView(widgets.VBox):
         super().__init__([button, self.figure])
 
     def measure(self):
-        device = cost.measure_device(self.lm.device, self.lm.dtype)
-        points = cost.measure_phases(self.lm, device=device, **self.settings)
+        device = roofline.measure_device(self.lm.device, self.lm.dtype)
+        points = roofline.measure_phases(self.lm, device=device, **self.settings)
         refresh(self.figure, figures.roofline_spec(device, points))
         return device, points

@@ -1,0 +1,31 @@
+"""The bottom layer: names of floating-point types, their sizes in bytes, and integer ceiling division.
+
+Everything that counts bytes (the KV caches, `teachllm.cost`, the loader) reads these, so a dtype
+name such as "bf16" means the same everywhere.
+"""
+
+from __future__ import annotations
+
+import torch
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+
+
+def dtype_named(dtype: torch.dtype | str) -> torch.dtype:
+    """A torch dtype from itself or from one of the names in DTYPES ("float32", "bf16", ...)."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def element_size(dtype: torch.dtype | str) -> int:
+    """Bytes per element: 4 for float32, 2 for bfloat16 and float16 (names such as "bf16" work too)."""
+    return torch.empty((), dtype=dtype_named(dtype)).element_size()
+
+
+def ceil_div(a: int, b: int) -> int:
+    """⌈a / b⌉ for non-negative integers: how many blocks of size b hold a items."""
+    return (a + b - 1) // b
