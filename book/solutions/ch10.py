@@ -36,7 +36,7 @@ print(f"the limit, one sequence's FLOPs / its KV bytes: {limit:.1f} FLOP/byte")
 # the weights once, plus every sequence's cache. At batch 16 the caches outweigh the weights.
 weights = cost.weight_bytes(config, "float32")
 for batch in (1, 16):
-    small, large = (cost.decode_bytes(config, t, batch_size=batch, dtype="float32") for t in (64, 2048))
+    small, large = (cost.decode_cost(config, t, batch_size=batch, dtype="float32").bytes for t in (64, 2048))
     print(f"batch {batch:>2}: {small / 1e6:7.0f} MB at 64 tokens, {large / 1e6:7.0f} MB at 2,048 "
           f"(× {large / small:.2f})")
 kv_16 = cost.kv_cache_bytes(config, 2048, batch_size=16, dtype="float32")
