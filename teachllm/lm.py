@@ -228,7 +228,7 @@ class LanguageModel:
             raise ValueError("empty prompt: at least one token id is needed")
         bad = (ids < 0) | (ids >= self.config.vocab_size)
         if bool(bad.any()):
-            raise ValueError(f"token id {int(ids[bad][0])} is outside the vocabulary: ids must be in "
+            raise ValueError(f"token id {int(ids[bad][0])} is outside the vocabulary: token ids must be in "
                              f"0 .. {self.config.vocab_size - 1}")
         return ids
 
