@@ -55,23 +55,21 @@ class SamplingParams:
     length_penalty: float = 1.0  # beam search: a finished beam scores sum(logprobs) / length ** length_penalty
 
     def __post_init__(self):
-        for name in _CHECKS:
-            object.__setattr__(self, name, _checked(name, getattr(self, name)))
-        _check_together(self)
-        object.__setattr__(self, "_ready", True)
+        _check_together(self)  # each field was checked as it was set (below)
 
     def __setattr__(self, name, value):
-        """Assigning a field after construction is checked like the constructor's arguments:
-        `params.max_tokens = 0` raises, and leaves `params` as it was."""
-        if not self.__dict__.get("_ready") or name not in _CHECKS:
+        """Every field is checked as it is set, in the constructor and after it: `params.max_tokens = 0`
+        raises, and leaves `params` as it was."""
+        if name not in _CHECKS:
             return object.__setattr__(self, name, value)
-        old = getattr(self, name)
+        old = self.__dict__.get(name, _UNSET)
         object.__setattr__(self, name, _checked(name, value))
-        try:
-            _check_together(self)
-        except ValueError:
-            object.__setattr__(self, name, old)
-            raise
+        if all(field in self.__dict__ for field in _CHECKS):  # constructed: the rules between fields hold too
+            try:
+                _check_together(self)
+            except ValueError:
+                object.__setattr__(self, name, old)
+                raise
 
     def replace(self, **changes) -> SamplingParams:
         """A copy with some fields changed, checked like a new SamplingParams: params.replace(seed=1)."""
@@ -170,6 +168,9 @@ _CHECKS = {  # field → function that returns the checked (normalised) value or
     "num_beams": lambda v: _integer("num_beams", v, 1, "≥ 1"),
     "length_penalty": lambda v: _number("length_penalty", v, None, None, "a finite number"),
 }
+
+
+_UNSET = object()
 
 
 def _checked(name, value):
