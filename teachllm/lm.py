@@ -175,6 +175,8 @@ class LanguageModel:
             tensor = self._as_tensor(prompt)  # checks the dtype and the vocabulary
             return (tensor[None] if tensor.dim() == 1 else tensor).tolist(), tensor.dim() == 1
         if isinstance(prompt, (list, tuple)) and prompt:
+            prompt = [p.item() if isinstance(p, torch.Tensor) and p.dim() == 0 and not p.is_floating_point()
+                      and p.dtype != torch.bool else p for p in prompt]  # one-element tensors count as ints
             if all(_is_id(i) for i in prompt):
                 self._as_tensor(list(prompt))  # checks the vocabulary
                 return [[int(i) for i in prompt]], True
@@ -293,6 +295,8 @@ def _id_lists(ids):
                         f"got {type(ids).__name__}")
 
     def rows(x, depth):
+        if isinstance(x, torch.Tensor) and x.dim() == 0 and not x.is_floating_point() and x.dtype != torch.bool:
+            x = x.item()  # a one-element integer tensor counts as an int
         if _is_id(x):
             return int(x)
         if isinstance(x, (list, tuple)) and depth < 2:

@@ -239,6 +239,8 @@ def _rows_of_ids(ids, batch: int, vocab: int) -> list[list[int]]:
     if len(rows) != batch:
         raise ValueError(f"{len(rows)} token histories given for {batch} rows of logits")
     for row in rows:
+        if all(type(i) is int for i in row) and (not row or 0 <= min(row) and max(row) < vocab):
+            continue  # the usual case, checked quickly
         for i in row:
             if isinstance(i, (bool, np.bool_)) or not isinstance(i, numbers.Integral) or not 0 <= i < vocab:
                 raise ValueError(f"token histories must hold token ids in 0 .. {vocab - 1}, got {i!r}")

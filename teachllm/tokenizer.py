@@ -101,6 +101,8 @@ def _as_id_list(ids, vocab_size: int) -> list[int]:
     if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, range)):
         raise TypeError(f"token ids must be an int or a list of ints, got {type(ids).__name__}"
                         + ("; to turn text into ids use encode" if isinstance(ids, str) else ""))
+    ids = [i.item() if isinstance(i, torch.Tensor) and i.dim() == 0 and not i.is_floating_point() else i
+           for i in ids]  # one-element integer tensors count as ints
     for i in ids:
         if isinstance(i, bool) or not isinstance(i, numbers.Integral):
             raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})")
