@@ -15,6 +15,7 @@ cannot stall the decodes of everyone else for a whole iteration.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass
 
 POLICIES = ("static", "continuous")
@@ -34,6 +35,10 @@ class ServingConfig:
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"ServingConfig.policy={self.policy!r} is not allowed; must be one of {POLICIES}")
+        for name in ("max_num_seqs", "block_size", "num_blocks", "max_num_batched_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                object.__setattr__(self, name, int(value))  # numpy integers too
         for name in ("max_num_seqs", "block_size", "num_blocks"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
