@@ -16,6 +16,8 @@ def dtype_named(dtype: torch.dtype | str) -> torch.dtype:
     """A torch dtype from itself or from one of the names in DTYPES ("float32", "bf16", ...)."""
     if isinstance(dtype, torch.dtype):
         return dtype
+    if not isinstance(dtype, str):
+        raise ValueError(f"dtype={dtype!r} must be a torch.dtype or a name such as 'float32', 'bf16'")
     if dtype not in DTYPES:
         raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     return DTYPES[dtype]
