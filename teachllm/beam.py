@@ -40,6 +40,13 @@ class BeamStep:
 
 def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
     """Run beam search, yielding a `BeamStep` after every token."""
+    params = lm._check_params(params)
+    prompts, single = lm._prompts(prompt_ids)
+    if not single:
+        raise ValueError("beam search takes one prompt (a list of token ids or a string), not a batch")
+    prompt_ids = prompts[0]
+    if not prompt_ids:
+        raise ValueError("empty prompt: beam search needs at least one token")
     k, alpha, max_new = params.num_beams, params.length_penalty, params.max_tokens  # alpha: length penalty
     if len(prompt_ids) + max_new > lm.config.max_position_embeddings:
         raise ValueError(f"a prompt of {len(prompt_ids)} tokens plus max_tokens={max_new} exceeds the model's "

@@ -8,6 +8,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
+import os
+import re
 import sys
 
 import torch
@@ -17,24 +21,59 @@ def _mib(n_bytes: int) -> str:
     return f"{n_bytes / 2**20:.2f} MiB"
 
 
+def _sampling_fields() -> list[tuple[dataclasses.Field, str]]:
+    """SamplingParams' fields with the comment written beside each in sampling.py (the flags' help)."""
+    from .sampling import SamplingParams
+
+    comments = dict(re.findall(r"^    (\w+): [^=]+=.*?#\s*(.+)$", inspect.getsource(SamplingParams), flags=re.M))
+    return [(f, comments.get(f.name, "")) for f in dataclasses.fields(SamplingParams)]
+
+
+FLAG_ALIASES = {"stop_token_ids": ["--stop-token-id"], "include_stop_str_in_output": ["--include-stop-str"]}
+COMMAND_DEFAULTS = {"step": {"temperature": 0.0, "max_tokens": 16}, "generate": {"temperature": 0.7, "max_tokens": 128}}
+
+
+def _add_sampling_flags(group, command: str) -> None:
+    """One flag per SamplingParams field: --top-k for top_k, and so on; lists repeat (--stop a --stop b)."""
+    for f, comment in _sampling_fields():
+        names = ["--" + f.name.replace("_", "-"), *FLAG_ALIASES.get(f.name, [])]
+        help_text = comment.replace("%", "%%")
+        if f.name == "temperature":  # default: the command's, or 1 (off) with beam search
+            default = COMMAND_DEFAULTS[command]["temperature"]
+            group.add_argument(*names, type=float, default=None,
+                               help=f"{help_text} (default {default}; 1 with --num-beams > 1)")
+            continue
+        default = COMMAND_DEFAULTS[command].get(f.name, f.default)
+        if f.default is dataclasses.MISSING:  # a list: the flag repeats
+            group.add_argument(*names, type=int if "int" in str(f.type) else str, action="append", default=None,
+                               help=f"{help_text} (repeatable)")
+        elif isinstance(f.default, bool):
+            group.add_argument(*names, action="store_true", help=help_text)
+        else:
+            kind = int if (f.default is None or isinstance(f.default, int)) else float
+            group.add_argument(*names, type=kind, default=default, help=f"{help_text} (default {default})")
+
+
 def _params(args: argparse.Namespace):
     from .sampling import SamplingParams
 
-    return SamplingParams(
-        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p,
-        repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,
-        frequency_penalty=args.frequency_penalty, no_repeat_ngram_size=args.no_repeat_ngram_size,
-        max_tokens=args.max_tokens, min_tokens=args.min_tokens, stop=args.stop or [],
-        stop_token_ids=args.stop_token_id or [], ignore_eos=args.ignore_eos,
-        include_stop_str_in_output=args.include_stop_str, seed=args.seed, num_beams=args.num_beams,
-        length_penalty=args.length_penalty)
+    values = {f.name: getattr(args, f.name) for f, _ in _sampling_fields()}
+    if values["temperature"] is None:
+        values["temperature"] = 1.0 if values["num_beams"] > 1 else COMMAND_DEFAULTS[args.command]["temperature"]
+    for name in ("stop", "stop_token_ids"):
+        values[name] = values[name] or []
+    return SamplingParams(**values)
 
 
 def _load(args: argparse.Namespace):
     import teachllm as tl
 
-    lm = tl.load(args.model, device=args.device, dtype=args.dtype)
     prompt = args.prompt
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the prompt is not valid UTF-8 text; check the terminal's encoding") from None
+    lm = tl.load(args.model, device=args.device, dtype=args.dtype)
     if args.chat:
         prompt = lm.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
     ids = lm.tokenizer.encode(prompt)
@@ -136,43 +175,38 @@ def generate(args: argparse.Namespace) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="teachllm", description="Step through LLM text generation.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, func, help_text, temperature in (
-            ("step", step, "tokenize, prefill and decode a prompt, printing every step", 0.0),
-            ("generate", generate, "stream a continuation of a prompt", 0.7)):
+    for name, func, help_text in (
+            ("step", step, "tokenize, prefill and decode a prompt, printing every step"),
+            ("generate", generate, "stream a continuation of a prompt")):
         p = sub.add_parser(name, help=help_text)
         p.set_defaults(func=func)
         p.add_argument("prompt", nargs="?", default="The three primary colours are")
         p.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
         p.add_argument("--model", default=None, help="checkpoint folder, .gguf file or Hub id (default: bundled)")
-        p.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
-        p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: bf16 GPU, fp32 CPU)")
-        g = p.add_argument_group("sampling (see teachllm.SamplingParams)")
-        g.add_argument("--temperature", type=float, default=temperature, help=f"0 = greedy (default {temperature})")
-        g.add_argument("--top-k", type=int, default=0)
-        g.add_argument("--top-p", type=float, default=1.0)
-        g.add_argument("--min-p", type=float, default=0.0)
-        g.add_argument("--repetition-penalty", type=float, default=1.0)
-        g.add_argument("--presence-penalty", type=float, default=0.0)
-        g.add_argument("--frequency-penalty", type=float, default=0.0)
-        g.add_argument("--no-repeat-ngram-size", type=int, default=0)
-        g.add_argument("--max-tokens", type=int, default=16 if name == "step" else 128)
-        g.add_argument("--min-tokens", type=int, default=0)
-        g.add_argument("--stop", action="append", help="stop string (repeatable)")
-        g.add_argument("--stop-token-id", type=int, action="append", help="stop token id (repeatable)")
-        g.add_argument("--ignore-eos", action="store_true")
-        g.add_argument("--include-stop-str", action="store_true", help="keep the stop string in the output")
-        g.add_argument("--seed", type=int, default=None)
-        g.add_argument("--num-beams", type=int, default=1)
-        g.add_argument("--length-penalty", type=float, default=1.0)
+        p.add_argument("--device", default="auto",
+                       help="auto (TEACHLLM_DEVICE if set, else CUDA if present), cpu or cuda")
+        p.add_argument("--dtype", default=None,
+                       help="float32, bfloat16 or float16 (default: TEACHLLM_DTYPE if set, else bf16 GPU, fp32 CPU)")
+        _add_sampling_flags(p.add_argument_group("sampling (every field of teachllm.SamplingParams)"), name)
     return parser
+
+
+# What a user can cause: bad values, missing or damaged files, an unwritable cache, a device that is not
+# there. Each ends the program with one line (TEACHLLM_DEBUG=1 shows the traceback); anything else is a bug.
+EXPECTED_ERRORS = (ValueError, TypeError, OSError, RuntimeError, ImportError)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     try:
         args.func(args)
-    except (ValueError, FileNotFoundError) as error:
-        sys.exit(f"error: {error}")
+    except KeyboardInterrupt:
+        sys.exit("interrupted")
+    except EXPECTED_ERRORS as error:
+        if os.environ.get("TEACHLLM_DEBUG"):
+            raise
+        lines = str(error).strip().splitlines()
+        sys.exit(f"error: {lines[0] if lines else type(error).__name__}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ time of each phase) is `teachllm.roofline`, one layer up.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +36,17 @@ from .config import ModelConfig
 from .units import element_size
 
 ATTENTION_OPS = ("qk", "pv")  # the two matmuls that grow with the keys T; the rest are linear layers
+
+
+def _check(func: str, config, **counts) -> None:
+    """Guards for every public function: a ModelConfig, and counts that are integers ≥ 1 (n_tokens ≥ 0)."""
+    if not isinstance(config, ModelConfig):
+        hint = "; pass lm.config, not the model" if hasattr(config, "config") else ""
+        raise TypeError(f"{func} takes a ModelConfig, got {type(config).__name__}{hint}")
+    for name, value in counts.items():
+        low = 0 if name == "n_tokens" else 1
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ValueError(f"{func}: {name}={value!r} must be an integer ≥ {low}")
 
 
 # ---- FLOPs ---------------------------------------------------------------------------------------
@@ -93,6 +105,7 @@ class FlopCount:
 
 def layer_flops(config: ModelConfig, n_new: int, n_keys: int, batch_size: int = 1) -> dict[str, int]:
     """Matmul FLOPs of one decoder layer for b = batch_size, s = n_new new tokens and T = n_keys keys."""
+    _check("layer_flops", config, n_new=n_new, n_keys=n_keys, batch_size=batch_size)
     b, s, T = batch_size, n_new, n_keys
     h, f, d = config.hidden_size, config.intermediate_size, config.head_dim
     q_width, kv_width = config.n_heads * d, config.n_kv_heads * d  # n_h·d and n_kv·d
@@ -113,6 +126,7 @@ def forward_flops(config: ModelConfig, n_new: int, n_keys: int, batch_size: int 
                   phase: str = "forward") -> FlopCount:
     """Matmul FLOPs of any forward call: s = n_new tokens per sequence scored against T = n_keys keys,
     with n_projected positions per sequence going through the LM head (2·b·h·V each)."""
+    _check("forward_flops", config, n_new=n_new, n_keys=n_keys, batch_size=batch_size, n_projected=n_projected)
     for name, value in (("n_new", n_new), ("n_keys", n_keys), ("batch_size", batch_size)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -130,6 +144,7 @@ def prefill_flops(config: ModelConfig, seq_len: int, batch_size: int = 1, all_po
     The LM head runs on the last position only (2·b·h·V), as in `lm.prefill`; with
     `all_positions=True` on all of them (2·b·s·h·V), as in `lm.forward`.
     """
+    _check("prefill_flops", config, seq_len=seq_len, batch_size=batch_size)
     n_projected = seq_len if all_positions else 1
     phase = "forward" if all_positions else "prefill"
     return forward_flops(config, seq_len, seq_len, batch_size, n_projected, phase)
@@ -142,6 +157,7 @@ def decode_flops(config: ModelConfig, context_len: int, batch_size: int = 1) -> 
     cache.length + 1 just before `lm.decode_step` (and cache.length just after it).
     Per layer: the prefill formula with s = 1 and the attention term 4·b·T·n_h·d; LM head 2·b·h·V.
     """
+    _check("decode_flops", config, context_len=context_len, batch_size=batch_size)
     return forward_flops(config, 1, context_len, batch_size, 1, "decode")
 
 
@@ -152,6 +168,8 @@ def textbook_flops(config: ModelConfig, seq_len: int, batch_size: int = 1, conte
     the output projection (2·b·s·h²), a two-matrix MLP h → 4h → h (8·b·s·h² each way, 16·b·s·h²),
     and no LM head. A decode step is seq_len=1 with context_len=T.
     """
+    _check("textbook_flops", config, seq_len=seq_len, batch_size=batch_size,
+           **({} if context_len is None else {"context_len": context_len}))
     b, s, h = batch_size, seq_len, config.hidden_size
     T = seq_len if context_len is None else context_len
     per_op = {"q_proj": 2 * b * s * h * h, "k_proj": 2 * b * s * h * h, "v_proj": 2 * b * s * h * h,
@@ -185,6 +203,7 @@ def compare_with_textbook(config: ModelConfig, seq_len: int, batch_size: int = 1
     Returns rows {"op", "textbook", "exact", "ratio" (exact / textbook, None where the textbook has 0), "why"},
     the last one being "total". `format_comparison(rows)` prints them.
     """
+    _check("compare_with_textbook", config, seq_len=seq_len, batch_size=batch_size)
     exact = prefill_flops(config, seq_len, batch_size, all_positions).by_op()
     book = textbook_flops(config, seq_len, batch_size).by_op()
     rows = [{"op": op, "textbook": book[op], "exact": exact[op],
@@ -206,12 +225,14 @@ def format_comparison(rows: list[dict]) -> str:
 # ---- bytes ---------------------------------------------------------------------------------------
 def weight_bytes(config: ModelConfig, dtype: torch.dtype | str = torch.float32) -> int:
     """Bytes of all parameters, a tied embedding/LM-head matrix counted once: n_params · element size."""
+    _check("weight_bytes", config)
     return config.n_params * element_size(dtype)
 
 
 def kv_cache_bytes(config: ModelConfig, n_tokens: int, batch_size: int = 1,
                    dtype: torch.dtype | str = torch.float32) -> int:
     """Bytes of K and V for n_tokens tokens of batch_size sequences: 2 · L · n_kv · d · tokens · b · bytes."""
+    _check("kv_cache_bytes", config, n_tokens=n_tokens, batch_size=batch_size)
     return 2 * config.n_layers * config.n_kv_heads * config.head_dim * n_tokens * batch_size * element_size(dtype)
 
 
@@ -222,6 +243,7 @@ def weight_bytes_read(config: ModelConfig, n_new: int, batch_size: int = 1,
     The embedding is a lookup, not a matmul: an untied model reads only the b·s rows it needs
     (the LM head matrix is read whole); a tied model reads the shared matrix whole for the LM head.
     """
+    _check("weight_bytes_read", config, n_new=n_new, batch_size=batch_size)
     total = weight_bytes(config, dtype)
     if config.tie_word_embeddings:
         return total
@@ -264,6 +286,7 @@ def prefill_cost(config: ModelConfig, seq_len: int, batch_size: int = 1,
     and read once by attention. Activations (and the s×T attention scores) are not counted: they are
     assumed to stay in on-chip memory, as in a fused kernel, so this is the least traffic possible
     and the intensity an upper bound."""
+    _check("prefill_cost", config, seq_len=seq_len, batch_size=batch_size)
     return _phase_cost("prefill", config, prefill_flops(config, seq_len, batch_size), dtype)
 
 
@@ -272,6 +295,7 @@ def decode_cost(config: ModelConfig, context_len: int, batch_size: int = 1,
     """FLOPs and bytes of one decode step (T = context_len keys, the new token included). Bytes model:
     weights read once + the K, V of all T tokens read + the new token's K, V written; activations
     (a few vectors of width h per sequence) are not counted."""
+    _check("decode_cost", config, context_len=context_len, batch_size=batch_size)
     return _phase_cost("decode", config, decode_flops(config, context_len, batch_size), dtype)
 
 

@@ -104,6 +104,9 @@ def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
     All prompts are prefilled together (left-padded) and decoded together; a sequence that has
     stopped keeps its row until the last one stops (static batching).
     """
+    params = lm._check_params(params)
+    if isinstance(prompts, (list, tuple)) and prompts:
+        prompts = lm._prompts(prompts)[0]  # one prompt (ids) or several (strings or ids), checked
     if not prompts or any(len(p) == 0 for p in prompts):
         raise ValueError("empty prompt: every prompt needs at least one token")
     longest = max(len(p) for p in prompts)

@@ -22,8 +22,12 @@ give different distributions. teachllm follows transformers.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 GREEDY_BELOW = 1e-5  # a temperature below this means greedy decoding (vLLM's rule); 0 is not a real temperature
@@ -51,41 +55,38 @@ class SamplingParams:
     length_penalty: float = 1.0  # beam search: a finished beam scores sum(logprobs) / length ** length_penalty
 
     def __post_init__(self):
-        if isinstance(self.stop, str):
-            self.stop = [self.stop]
-        self.stop = list(self.stop)
-        self.stop_token_ids = list(self.stop_token_ids)
-        _check_number("temperature", self.temperature, 0, None, "≥ 0 (0 = greedy)")
-        _check_int("top_k", self.top_k, -1, "-1 or 0 (off), or ≥ 1")
-        _check_number("top_p", self.top_p, 0, 1, "in (0, 1]", low_open=True)
-        _check_number("min_p", self.min_p, 0, 1, "in [0, 1]")
-        _check_number("repetition_penalty", self.repetition_penalty, 0, None, "> 0 (1 = off)", low_open=True)
-        _check_number("presence_penalty", self.presence_penalty, -2, 2, "in [-2, 2]")
-        _check_number("frequency_penalty", self.frequency_penalty, -2, 2, "in [-2, 2]")
-        _check_int("no_repeat_ngram_size", self.no_repeat_ngram_size, 0, "≥ 0 (0 = off)")
-        _check_int("max_tokens", self.max_tokens, 1, "≥ 1")
-        _check_int("min_tokens", self.min_tokens, 0, "≥ 0")
-        if self.min_tokens > self.max_tokens:
-            raise ValueError(f"SamplingParams.min_tokens={self.min_tokens} is larger than max_tokens="
-                             f"{self.max_tokens}; min_tokens must be ≤ max_tokens")
-        for s in self.stop:
-            if not isinstance(s, str) or not s:
-                raise ValueError(f"SamplingParams.stop must hold non-empty strings, got {s!r}")
+        _check_together(self)  # each field was checked as it was set (below)
+
+    def __setattr__(self, name, value):
+        """Every field is checked as it is set, in the constructor and after it: `params.max_tokens = 0`
+        raises, and leaves `params` as it was."""
+        if name not in _CHECKS:
+            return object.__setattr__(self, name, value)
+        old = self.__dict__.get(name, _UNSET)
+        object.__setattr__(self, name, _checked(name, value))
+        if all(field in self.__dict__ for field in _CHECKS):  # constructed: the rules between fields hold too
+            try:
+                _check_together(self)
+            except ValueError:
+                object.__setattr__(self, name, old)
+                raise
+
+    def replace(self, **changes) -> SamplingParams:
+        """A copy with some fields changed, checked like a new SamplingParams: params.replace(seed=1)."""
+        unknown = sorted(set(changes) - set(_CHECKS))
+        if unknown:
+            raise ValueError(f"SamplingParams has no field {', '.join(unknown)}; the fields are {', '.join(_CHECKS)}")
+        return dataclasses.replace(self, **changes)
+
+    def check_for_model(self, vocab_size: int) -> None:
+        """The limits that depend on the model: logprobs and stop_token_ids within its vocabulary."""
+        if self.logprobs is not None and self.logprobs > vocab_size:
+            raise ValueError(f"SamplingParams.logprobs={self.logprobs} is larger than the model's vocabulary of "
+                             f"{vocab_size} tokens; must be None or 0 .. {vocab_size}")
         for i in self.stop_token_ids:
-            _check_int("stop_token_ids", i, 0, "token ids ≥ 0")
-        if self.seed is not None:
-            _check_int("seed", self.seed, None, "an integer or None")
-        if self.logprobs is not None:
-            _check_int("logprobs", self.logprobs, 0, "None or ≥ 0")
-        _check_int("num_beams", self.num_beams, 1, "≥ 1")
-        _check_number("length_penalty", self.length_penalty, None, None, "a number")
-        if self.num_beams > 1:
-            sampling = [name for name, off in (("top_k", self.top_k in (0, -1)), ("top_p", self.top_p == 1.0),
-                                               ("min_p", self.min_p == 0.0), ("stop", not self.stop),
-                                               ("logprobs", self.logprobs is None)) if not off]
-            if sampling:
-                raise ValueError(f"SamplingParams: beam search (num_beams={self.num_beams}) is deterministic and "
-                                 f"does not take {', '.join(sampling)}; leave them at their defaults")
+            if i >= vocab_size:
+                raise ValueError(f"SamplingParams.stop_token_ids holds {i}, outside the model's vocabulary; "
+                                 f"token ids must be in 0 .. {vocab_size - 1}")
 
     @property
     def greedy(self) -> bool:
@@ -96,18 +97,100 @@ class SamplingParams:
         return self.top_k > 0
 
 
-def _check_number(name, value, low, high, allowed, low_open=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+# ---- checking the fields: each field's rule in one table ----------------------------------------
+def _number(name, value, low, high, allowed, low_open=False, finite=True) -> float:
+    """A real number (int, float or numpy scalar; not a bool) in range, returned as a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"SamplingParams.{name}={value!r} must be a number {allowed}")
+    value = float(value)
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and value > high
-    if too_low or too_high or value != value:  # value != value catches NaN
+    if too_low or too_high or math.isnan(value) or (finite and math.isinf(value)):
         raise ValueError(f"SamplingParams.{name}={value!r} is out of range: must be {allowed}")
+    return value
 
 
-def _check_int(name, value, low, allowed):
-    if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
+def _integer(name, value, low, allowed, high=None) -> int:
+    """An integer (int or numpy integer; not a bool) in range, returned as an int."""
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)
+            or (low is not None and value < low) or (high is not None and value > high)):
         raise ValueError(f"SamplingParams.{name}={value!r} is out of range: must be {allowed}")
+    return int(value)
+
+
+def _flag(name, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"SamplingParams.{name}={value!r} must be True or False")
+    return bool(value)
+
+
+def _stop_strings(value) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"SamplingParams.stop={value!r} must be a string or a list of non-empty strings")
+    for s in value:
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"SamplingParams.stop must hold non-empty strings, got {s!r}")
+    return list(value)
+
+
+def _stop_ids(value) -> list[int]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, range)):
+        raise ValueError(f"SamplingParams.stop_token_ids={value!r} must be a list of token ids ≥ 0")
+    return [_integer("stop_token_ids", i, 0, "token ids ≥ 0") for i in value]
+
+
+def _optional(check):
+    return lambda value: None if value is None else check(value)
+
+
+SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed takes
+
+_CHECKS = {  # field → function that returns the checked (normalised) value or raises ValueError
+    "temperature": lambda v: _number("temperature", v, 0, None, "≥ 0 (0 = greedy)"),
+    "top_k": lambda v: _integer("top_k", v, -1, "-1 or 0 (off), or ≥ 1"),
+    "top_p": lambda v: _number("top_p", v, 0, 1, "in (0, 1]", low_open=True),
+    "min_p": lambda v: _number("min_p", v, 0, 1, "in [0, 1]"),
+    "repetition_penalty": lambda v: _number("repetition_penalty", v, 0, None, "> 0 (1 = off)", low_open=True),
+    "presence_penalty": lambda v: _number("presence_penalty", v, -2, 2, "in [-2, 2]"),
+    "frequency_penalty": lambda v: _number("frequency_penalty", v, -2, 2, "in [-2, 2]"),
+    "no_repeat_ngram_size": lambda v: _integer("no_repeat_ngram_size", v, 0, "≥ 0 (0 = off)"),
+    "max_tokens": lambda v: _integer("max_tokens", v, 1, "≥ 1"),
+    "min_tokens": lambda v: _integer("min_tokens", v, 0, "≥ 0"),
+    "stop": _stop_strings,
+    "stop_token_ids": _stop_ids,
+    "ignore_eos": lambda v: _flag("ignore_eos", v),
+    "include_stop_str_in_output": lambda v: _flag("include_stop_str_in_output", v),
+    "seed": _optional(lambda v: _integer("seed", v, SEED_RANGE[0], "None or an integer in -2**63 .. 2**64 - 1",
+                                         high=SEED_RANGE[1])),
+    "logprobs": _optional(lambda v: _integer("logprobs", v, 0, "None or ≥ 0")),
+    "num_beams": lambda v: _integer("num_beams", v, 1, "≥ 1"),
+    "length_penalty": lambda v: _number("length_penalty", v, None, None, "a finite number"),
+}
+
+
+_UNSET = object()
+
+
+def _checked(name, value):
+    return _CHECKS[name](value)
+
+
+def _check_together(p: SamplingParams) -> None:
+    """The rules that tie two fields together."""
+    if p.min_tokens > p.max_tokens:
+        raise ValueError(f"SamplingParams.min_tokens={p.min_tokens} is larger than max_tokens="
+                         f"{p.max_tokens}; min_tokens must be ≤ max_tokens")
+    if p.num_beams > 1:
+        sampling = [name for name, off in (("top_k", p.top_k in (0, -1)), ("top_p", p.top_p == 1.0),
+                                           ("min_p", p.min_p == 0.0), ("stop", not p.stop),
+                                           ("logprobs", p.logprobs is None),
+                                           ("temperature", p.temperature in (0.0, 1.0))) if not off]
+        if sampling:
+            raise ValueError(f"SamplingParams: beam search (num_beams={p.num_beams}) is deterministic and "
+                             f"does not take {', '.join(sampling)}; leave them at their defaults"
+                             + (" (temperature 0 or 1)" if "temperature" in sampling else ""))
 
 
 # ---- helpers: every rule works on [V] and on [B, V] --------------------------------------------
@@ -115,10 +198,39 @@ def _as_rows(logits: torch.Tensor) -> torch.Tensor:
     return logits if logits.dim() == 2 else logits[None]
 
 
-def _rows_of_ids(ids, batch: int) -> list[list[int]]:
+def _check_logits(func: str, logits) -> None:
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() not in (1, 2):
+        what = (f"a {logits.dtype} tensor of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor)
+                else type(logits).__name__)
+        raise TypeError(f"{func}: logits must be a floating-point tensor of shape [V] or [B, V], got {what}")
+
+
+def _check_params(func: str, params) -> None:
+    if not isinstance(params, SamplingParams):
+        what = "the class SamplingParams itself" if params is SamplingParams else repr(params)[:60]
+        raise TypeError(f"{func}: params must be a SamplingParams instance, e.g. SamplingParams(temperature=0), "
+                        f"got {what}")
+
+
+def _check_arg(func: str, name: str, value, allowed: str, low=None, high=None, low_open=False,
+               integer=False) -> None:
+    """Raise a ValueError naming the function, the argument, its value and what is allowed."""
+    kind = numbers.Integral if integer else numbers.Real
+    ok = isinstance(value, kind) and not isinstance(value, (bool, np.bool_))
+    if ok:
+        v = float(value)
+        ok = math.isfinite(v)
+        ok = ok and (low is None or (v > low if low_open else v >= low)) and (high is None or v <= high)
+    if not ok:
+        raise ValueError(f"{func}: {name}={value!r} is not allowed; must be {allowed}")
+
+
+def _rows_of_ids(ids, batch: int, vocab: int) -> list[list[int]]:
     """Token histories as one list per row: a flat list (or 1-D tensor) is one row's history."""
     if isinstance(ids, torch.Tensor):
         ids = ids.tolist()
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
+        raise ValueError(f"token histories must be a list of ids or one list per row, got {type(ids).__name__}")
     ids = list(ids)
     if ids and isinstance(ids[0], (list, tuple)):
         rows = [list(r) for r in ids]
@@ -126,6 +238,12 @@ def _rows_of_ids(ids, batch: int) -> list[list[int]]:
         rows = [ids]
     if len(rows) != batch:
         raise ValueError(f"{len(rows)} token histories given for {batch} rows of logits")
+    for row in rows:
+        if all(type(i) is int for i in row) and (not row or 0 <= min(row) and max(row) < vocab):
+            continue  # the usual case, checked quickly
+        for i in row:
+            if isinstance(i, (bool, np.bool_)) or not isinstance(i, numbers.Integral) or not 0 <= i < vocab:
+                raise ValueError(f"token histories must hold token ids in 0 .. {vocab - 1}, got {i!r}")
     return rows
 
 
@@ -133,14 +251,19 @@ def _rows_of_ids(ids, batch: int) -> list[list[int]]:
 def apply_temperature(logits: torch.Tensor, t: float) -> torch.Tensor:
     """logits / t.  t < 1 sharpens the distribution, t > 1 flattens it; t must be > 0
     (t = 0 is not a temperature: engines treat it as greedy, see `sample`)."""
-    if t <= 0:
+    _check_logits("apply_temperature", logits)
+    if isinstance(t, numbers.Real) and not isinstance(t, (bool, np.bool_)) and t <= 0:
         raise ValueError(f"temperature must be > 0 here, got {t}; temperature 0 means greedy (use sample())")
+    _check_arg("apply_temperature", "t", t, "a finite number > 0", low=0, low_open=True)
     return logits / t
 
 
 def apply_top_k(logits: torch.Tensor, k: int, min_tokens_to_keep: int = 1) -> torch.Tensor:
     """Keep logit_i if logit_i ≥ the k-th largest logit (ties at the boundary all survive), else -inf.
     k is raised to min_tokens_to_keep; k ≤ 0 disables."""
+    _check_logits("apply_top_k", logits)
+    _check_arg("apply_top_k", "k", k, "an integer (≤ 0 = off)", integer=True)
+    _check_arg("apply_top_k", "min_tokens_to_keep", min_tokens_to_keep, "an integer ≥ 1", low=1, integer=True)
     if k <= 0:
         return logits
     k = min(max(k, min_tokens_to_keep), logits.shape[-1])
@@ -152,6 +275,9 @@ def apply_top_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
     """Nucleus filtering. Sort ascending, take softmax and the cumulative sum c; remove the tokens with
     c ≤ 1 − p, but always keep the `min_tokens_to_keep` most likely. The token whose probability
     crosses the threshold is kept: with [.4, .3, .15, .10, .05] and p = 0.9, four tokens survive."""
+    _check_logits("apply_top_p", logits)
+    _check_arg("apply_top_p", "p", p, "in (0, 1] (1 = off)", low=0, high=1, low_open=True)
+    _check_arg("apply_top_p", "min_tokens_to_keep", min_tokens_to_keep, "an integer ≥ 1", low=1, integer=True)
     if p >= 1.0:
         return logits
     sorted_logits, order = torch.sort(logits, dim=-1, descending=False)  # least likely first
@@ -165,6 +291,9 @@ def apply_top_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
 def apply_min_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> torch.Tensor:
     """Remove token i if prob_i < p · max_j prob_j (probabilities of these logits, i.e. after temperature);
     keep at least `min_tokens_to_keep`. p = 0 disables."""
+    _check_logits("apply_min_p", logits)
+    _check_arg("apply_min_p", "p", p, "in [0, 1] (0 = off)", low=0, high=1)
+    _check_arg("apply_min_p", "min_tokens_to_keep", min_tokens_to_keep, "an integer ≥ 1", low=1, integer=True)
     if p <= 0:
         return logits
     probs = logits.softmax(dim=-1)
@@ -178,10 +307,12 @@ def apply_min_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
 def apply_repetition_penalty(logits: torch.Tensor, seen_ids, r: float) -> torch.Tensor:
     """CTRL's repetition penalty (as transformers): for every distinct token already in the sequence,
     logit / r if the logit is > 0, else logit · r. r > 1 discourages repeats; r = 1 is off."""
+    _check_logits("apply_repetition_penalty", logits)
+    _check_arg("apply_repetition_penalty", "r", r, "a finite number > 0 (1 = off)", low=0, low_open=True)
     if r == 1.0:
         return logits
     out = _as_rows(logits).clone()
-    for row, seen in zip(out, _rows_of_ids(seen_ids, out.shape[0]), strict=True):
+    for row, seen in zip(out, _rows_of_ids(seen_ids, out.shape[0], out.shape[-1]), strict=True):
         if seen:
             idx = torch.tensor(sorted(set(seen)), device=row.device)
             picked = row[idx]
@@ -193,10 +324,13 @@ def apply_presence_frequency_penalty(logits: torch.Tensor, output_ids, presence:
                                      frequency: float) -> torch.Tensor:
     """OpenAI's penalties, on the generated tokens only (not the prompt):
     logit_j − c_j · frequency − (c_j > 0) · presence, where c_j counts token j in the output."""
+    _check_logits("apply_presence_frequency_penalty", logits)
+    _check_arg("apply_presence_frequency_penalty", "presence", presence, "a finite number")
+    _check_arg("apply_presence_frequency_penalty", "frequency", frequency, "a finite number")
     if presence == 0 and frequency == 0:
         return logits
     out = _as_rows(logits).clone()
-    for row, ids in zip(out, _rows_of_ids(output_ids, out.shape[0]), strict=True):
+    for row, ids in zip(out, _rows_of_ids(output_ids, out.shape[0], out.shape[-1]), strict=True):
         if ids:
             counts = torch.bincount(torch.tensor(ids, device=row.device), minlength=row.shape[0]).to(row.dtype)
             row -= counts * frequency + (counts > 0).to(row.dtype) * presence
@@ -215,10 +349,12 @@ def banned_ngram_tokens(ids: list[int], n: int) -> set[int]:
 def apply_no_repeat_ngram(logits: torch.Tensor, ids, n: int) -> torch.Tensor:
     """No n-gram of size n may appear twice (prompt included): the tokens that would complete one get -inf.
     Nothing is banned while the sequence is shorter than n; n = 0 is off."""
+    _check_logits("apply_no_repeat_ngram", logits)
+    _check_arg("apply_no_repeat_ngram", "n", n, "an integer ≥ 0 (0 = off)", low=0, integer=True)
     if n <= 0:
         return logits
     out = _as_rows(logits).clone()
-    for row, history in zip(out, _rows_of_ids(ids, out.shape[0]), strict=True):
+    for row, history in zip(out, _rows_of_ids(ids, out.shape[0], out.shape[-1]), strict=True):
         banned = banned_ngram_tokens(history, n)
         if banned:
             row[torch.tensor(sorted(banned), device=row.device)] = float("-inf")
@@ -240,9 +376,13 @@ def apply_min_tokens(logits: torch.Tensor, n_output: int, min_tokens: int, stop_
 def apply_penalties(logits: torch.Tensor, params: SamplingParams, prompt_ids, output_ids,
                     eos_token_ids=()) -> torch.Tensor:
     """Steps 1–4 of the pipeline: the rules that also apply to greedy decoding and beam search."""
+    _check_logits("apply_penalties", logits)
+    _check_params("apply_penalties", params)
     rows = _as_rows(logits).float()
     B = rows.shape[0]
-    prompts, outputs = _rows_of_ids(prompt_ids, B), _rows_of_ids(output_ids, B)
+    V = rows.shape[-1]
+    params.check_for_model(V)
+    prompts, outputs = _rows_of_ids(prompt_ids, B, V), _rows_of_ids(output_ids, B, V)
     histories = [p + o for p, o in zip(prompts, outputs, strict=True)]
     rows = apply_repetition_penalty(rows, histories, params.repetition_penalty)
     rows = apply_presence_frequency_penalty(rows, outputs, params.presence_penalty, params.frequency_penalty)
@@ -274,6 +414,8 @@ def process_logits(logits: torch.Tensor, params: SamplingParams, prompt_ids, out
 def sample(processed: torch.Tensor, params: SamplingParams, generator: torch.Generator | None = None):
     """Choose the next token from processed logits [B, V] → ids [B].
     Greedy (temperature 0): the most likely token. Otherwise one draw from softmax(processed)."""
+    _check_logits("sample", processed)
+    _check_params("sample", params)
     if params.greedy:
         return processed.argmax(dim=-1)
     probs = processed.softmax(dim=-1)  # [B, V]; removed tokens have probability 0
@@ -283,6 +425,9 @@ def sample(processed: torch.Tensor, params: SamplingParams, generator: torch.Gen
 def top_logprobs(logits: torch.Tensor, n: int, chosen: torch.Tensor) -> list[dict[int, float]]:
     """Per row: the n most likely tokens' log-probabilities under the model's raw distribution,
     plus the chosen token's (vLLM's default: log-probabilities before any processing)."""
+    _check_logits("top_logprobs", logits)
+    _check_arg("top_logprobs", "n", n, f"an integer in 0 .. {logits.shape[-1]} (the vocabulary)", low=0,
+               high=logits.shape[-1], integer=True)
     logp = torch.log_softmax(logits.float(), dim=-1)  # [B, V]
     out = []
     for row, c in zip(logp, chosen.tolist(), strict=True):

@@ -6,7 +6,10 @@ place and names them plainly; the byte-pair merges themselves run in the `tokeni
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
+
+import torch
 
 
 class Tokenizer:
@@ -47,7 +50,8 @@ class Tokenizer:
         """Token ids of `text`. With add_special_tokens, a BOS token is put first if this model expects one
         (Llama 2 and 3 do; SmolLM2 and Qwen do not)."""
         if not isinstance(text, str):
-            raise TypeError(f"encode takes a str, got {type(text).__name__}")
+            raise TypeError(f"encode takes text (a str), got {type(text).__name__}"
+                            + ("; to turn token ids into text use decode" if isinstance(text, (list, tuple)) else ""))
         bos = self.hf.bos_token
         if bos and text.startswith(bos):  # a chat template already wrote the BOS token: don't add a second
             add_special_tokens = False
@@ -55,20 +59,28 @@ class Tokenizer:
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         """Text of a list of ids."""
-        return self.hf.decode(_as_id_list(ids), skip_special_tokens=skip_special_tokens)
+        return self.hf.decode(_as_id_list(ids, self.vocab_size), skip_special_tokens=skip_special_tokens)
 
     def pieces(self, ids) -> list[str]:
         """The vocabulary entry of each id, as stored (byte-level BPE shows a leading space as 'Ġ')."""
-        return self.hf.convert_ids_to_tokens(_as_id_list(ids))
+        return self.hf.convert_ids_to_tokens(_as_id_list(ids, self.vocab_size))
 
     def token_text(self, token_id: int) -> str:
         """What one token decodes to on its own (a lone piece of a multi-byte character shows as '�')."""
-        return self.hf.decode([int(token_id)])
+        ids = _as_id_list(token_id, self.vocab_size)
+        if len(ids) != 1:
+            raise TypeError(f"token_text takes one token id, got {len(ids)}; use decode for a list")
+        return self.hf.decode(ids)
 
     # ---- chat ----------------------------------------------------------------------------------
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
         """The prompt text the model was trained to see for a conversation, e.g.
         [{"role": "user", "content": "Hi"}] → '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n'."""
+        if (not isinstance(messages, (list, tuple)) or not messages
+                or not all(isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                           for m in messages)):
+            raise TypeError("apply_chat_template takes a non-empty list of messages, each a dict with a 'role' and a "
+                            f"'content' string, e.g. [{{'role': 'user', 'content': 'Hi'}}]; got {messages!r:.80}")
         if self.hf.chat_template is None:
             raise ValueError("this tokenizer has no chat template; pass plain text instead")
         return self.hf.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=False)
@@ -77,11 +89,25 @@ class Tokenizer:
         return f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token_id}, eos={self.eos_token_id})"
 
 
-def _as_id_list(ids) -> list[int]:
+def _as_id_list(ids, vocab_size: int) -> list[int]:
+    """ids (an int, a list of ints, a 1-D integer tensor or array) as a list, each checked against the vocabulary."""
+    if isinstance(ids, torch.Tensor) and (ids.is_floating_point() or ids.dtype == torch.bool or ids.dim() > 1):
+        raise TypeError(f"token ids must be integers in a list or a 1-D tensor, got a {ids.dtype} tensor of shape "
+                        f"{tuple(ids.shape)}")
     if hasattr(ids, "tolist"):
         ids = ids.tolist()
-    if isinstance(ids, int):
-        return [ids]
+    if isinstance(ids, numbers.Integral) and not isinstance(ids, bool):
+        ids = [ids]
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, range)):
+        raise TypeError(f"token ids must be an int or a list of ints, got {type(ids).__name__}"
+                        + ("; to turn text into ids use encode" if isinstance(ids, str) else ""))
+    ids = [i.item() if isinstance(i, torch.Tensor) and i.dim() == 0 and not i.is_floating_point() else i
+           for i in ids]  # one-element integer tensors count as ints
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})")
+        if not 0 <= i < vocab_size:
+            raise ValueError(f"token id {i} is outside the vocabulary: ids must be in 0 .. {vocab_size - 1}")
     return [int(i) for i in ids]
 
 
@@ -92,9 +118,15 @@ class IncrementalDetokenizer:
     - a Chinese character or an emoji is 3–4 bytes, and byte-level BPE may split it over several
       tokens; until the last piece arrives, decoding shows '�'. Text holds only complete characters,
       so neither a stream nor the final text (cut off by max_tokens mid-character) shows half of one;
-    - a stop string can span several tokens ("\\n\\n" = "\\n" + "\\n"). The whole output text is
-      searched after every token, and the last len(stop) − 1 characters are held back from the
-      stream, since they may be the start of a stop string.
+    - a stop string can span several tokens ("\\n\\n" = "\\n" + "\\n"). After every token the text is
+      searched from len(stop) − 1 characters before the new text, and the last len(stop) − 1
+      characters are held back from the stream, since they may be the start of a stop string.
+
+    Each token costs a bounded amount of work, as in vLLM: only the window `ids[prefix:]` is decoded,
+    where `ids[prefix:read]` is the last stretch already turned into text (kept as context, because
+    some tokenizers write a token differently at the start of a text) and `ids[read:]` the new ids.
+    The new text is what the window decodes to beyond its context; once it ends on a complete
+    character, the window moves on (prefix ← read, read ← the end).
     """
 
     def __init__(self, tokenizer: Tokenizer, stop: list[str] = (), include_stop: bool = False):
@@ -105,14 +137,23 @@ class IncrementalDetokenizer:
         self.text = ""  # all text decoded so far (complete characters only, cut at a stop string once found)
         self.stop_found: str | None = None  # the stop string that ended the output, if any
         self.sent = 0  # characters already handed out by `release`
+        self.prefix = 0  # ids[prefix:read]: context for the next decode, already in `text`
+        self.read = 0  # ids[read:]: not yet settled into complete characters
+        self.settled = ""  # the text of ids[:read]
 
     def add(self, token_id: int, check_stop: bool = True) -> None:
         """Append one token; look for a stop string ending in its text unless `check_stop` is False."""
+        if self.stop_found is not None:
+            raise ValueError("this output already ended at a stop string; no token can follow it")
         self.ids.append(int(token_id))
         before = len(self.text)
-        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
-        complete = len(text.rstrip("\ufffd"))  # '�' at the end: a character still waiting for its bytes
-        self.text = text[:complete]
+        decode = self.tokenizer.decode
+        context = decode(self.ids[self.prefix:self.read], skip_special_tokens=True)
+        window = decode(self.ids[self.prefix:], skip_special_tokens=True)
+        complete = window.rstrip("\ufffd")  # '�' at the end: a character still waiting for its bytes
+        self.text = self.settled + complete[len(context):]
+        if complete == window:  # every byte so far is a whole character: move the window on
+            self.settled, self.prefix, self.read = self.text, self.read, len(self.ids)
         if check_stop and self.stop:
             self._find_stop(before)
 

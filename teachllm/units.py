@@ -16,13 +16,15 @@ def dtype_named(dtype: torch.dtype | str) -> torch.dtype:
     """A torch dtype from itself or from one of the names in DTYPES ("float32", "bf16", ...)."""
     if isinstance(dtype, torch.dtype):
         return dtype
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     return DTYPES[dtype]
 
 
 def element_size(dtype: torch.dtype | str) -> int:
     """Bytes per element: 4 for float32, 2 for bfloat16 and float16 (names such as "bf16" work too)."""
+    if not isinstance(dtype, (str, torch.dtype)):
+        raise ValueError(f"element_size: dtype={dtype!r} must be a torch.dtype or a name such as 'float32', 'bf16'")
     return torch.empty((), dtype=dtype_named(dtype)).element_size()
 
 

@@ -61,3 +61,63 @@ def test_beam_search_view(capsys):
 def test_bad_flag_values_exit_with_the_reason(capsys):
     with pytest.raises(SystemExit, match=r"top_p=2.0 is out of range: must be in \(0, 1\]"):
         main(["step", "--top-p", "2", *CPU])
+
+
+def test_every_sampling_field_is_a_flag():
+    import dataclasses
+
+    from teachllm.cli import _params, _parser
+
+    parser = _parser()
+    args = parser.parse_args(["generate", "--logprobs", "3", "--top-k", "5", "--stop", "a", "--stop", "b",
+                              "--stop-token-id", "7", "--stop-token-ids", "8", "--ignore-eos", "--include-stop-str",
+                              "--seed", "11", "--min-tokens", "2", "--presence-penalty", "0.5"])
+    options = {opt for action in parser._subparsers._group_actions[0].choices["generate"]._actions
+               for opt in action.option_strings}
+    for f in dataclasses.fields(SamplingParams):
+        assert "--" + f.name.replace("_", "-") in options, f.name
+    assert _params(args) == SamplingParams(temperature=0.7, max_tokens=128, logprobs=3, top_k=5, stop=["a", "b"],
+                                           stop_token_ids=[7, 8], ignore_eos=True, include_stop_str_in_output=True,
+                                           seed=11, min_tokens=2, presence_penalty=0.5)
+    beams = _params(parser.parse_args(["generate", "--num-beams", "3"]))  # no sampling temperature with beams
+    assert beams.num_beams == 3 and beams.temperature == 1.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--top-p", "2"], r"top_p=2.0 is out of range"),
+    (["--device", "tpu"], r"device='tpu' is not a device"),
+    (["--dtype", "float8"], r"dtype 'float8' is not one of"),
+    (["--model", "./no/such/folder"], r"no such folder"),
+    (["--logprobs", "1000000"], r"logprobs=1000000 is larger than the model's vocabulary"),
+    (["--stop-token-id", "999999"], r"stop_token_ids holds 999999, outside the model's vocabulary"),
+    (["--num-beams", "3", "--temperature", "0.7"], r"beam search .* does not take temperature"),
+    (["\udcff\udcfe not utf-8"], r"not valid UTF-8"),
+])
+def test_expected_failures_print_one_line(argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(["step", *argv, "--max-tokens", "2"])
+    text = str(exit_.value.code)
+    assert re.search(message, text) and text.startswith("error: ") and "\n" not in text
+
+
+def test_a_damaged_checkpoint_and_an_unwritable_cache_print_one_line(tmp_path, monkeypatch):
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text("{not json")
+    with pytest.raises(SystemExit, match=r"^error: .*config\.json is not valid JSON[^\n]*$"):
+        main(["step", "--model", str(folder)])
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("TEACHLLM_CACHE", str(tmp_path / "file" / "cache"))
+    with pytest.raises(SystemExit, match=r"^error: teachllm cannot write .*TEACHLLM_CACHE[^\n]*$"):
+        main(["step"])
+
+
+def test_the_command_exits_non_zero_without_a_traceback():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "teachllm", "step", "--device", "tpu"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        "error: device='tpu' is not a device torch knows; use 'auto' (the default), 'cpu', 'cuda', 'cuda:N' or 'mps'"]

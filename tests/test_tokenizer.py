@@ -81,3 +81,41 @@ def test_detokenizer_never_ends_on_half_a_character(lm):
     assert detok.text == "Hi " and "".join(pieces) == "Hi "
     detok.add(ids[-1])
     assert detok.text == "Hi 🚀" and detok.release(final=True) == "🚀"
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_detokenizer_text_equals_decoding_everything(lm, text):
+    """After every token, the windowed detokenizer holds what decoding the whole output gives, minus an
+    unfinished character at the end: the reference is the tokenizer's own decode of all ids so far."""
+    from teachllm.tokenizer import IncrementalDetokenizer
+
+    ids = lm.tokenizer.encode(text)
+    detok = IncrementalDetokenizer(lm.tokenizer)
+    pieces = []
+    for n, token in enumerate(ids, start=1):
+        detok.add(token)
+        pieces.append(detok.release())
+        whole = lm.tokenizer.hf.decode(ids[:n], skip_special_tokens=True)
+        assert detok.text == whole.rstrip("\ufffd")
+        assert "\ufffd" not in pieces[-1]  # never half a character
+    assert "".join(pieces) == text
+
+
+def test_detokenizer_work_per_token_is_bounded(lm):
+    """Each new token decodes a window of a few ids, not the whole output again (which grows quadratically)."""
+    from teachllm.tokenizer import IncrementalDetokenizer
+
+    ids = lm.tokenizer.encode(" ".join(TEXTS) * 10)
+    assert len(ids) > 300
+    widths = []
+
+    class Counting:
+        def decode(self, window, skip_special_tokens=False):
+            widths.append(len(window))
+            return lm.tokenizer.decode(window, skip_special_tokens=skip_special_tokens)
+
+    detok = IncrementalDetokenizer(Counting())
+    for token in ids:
+        detok.add(token)
+    assert detok.text == lm.tokenizer.decode(ids, skip_special_tokens=True)
+    assert max(widths) <= 8  # a 4-byte character split into single bytes, plus the context before it

@@ -15,6 +15,7 @@ cannot stall the decodes of everyone else for a whole iteration.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass
 
 POLICIES = ("static", "continuous")
@@ -33,11 +34,18 @@ class ServingConfig:
 
     def __post_init__(self):
         if self.policy not in POLICIES:
-            raise ValueError(f"ServingConfig.policy must be one of {POLICIES}, got {self.policy!r}")
+            raise ValueError(f"ServingConfig.policy={self.policy!r} is not allowed; must be one of {POLICIES}")
+        for name in ("max_num_seqs", "block_size", "num_blocks", "max_num_batched_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                object.__setattr__(self, name, int(value))  # numpy integers too
         for name in ("max_num_seqs", "block_size", "num_blocks"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"ServingConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("chunked_prefill", "enable_prefix_caching", "record_block_tables"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"ServingConfig.{name}={getattr(self, name)!r} must be True or False")
         budget = self.max_num_batched_tokens
         if budget is not None:
             if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:

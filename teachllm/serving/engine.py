@@ -57,17 +57,21 @@ class ServingEngine:
         return time.perf_counter() - self._t0
 
     def add_request(self, prompt, params: SamplingParams | None = None) -> int:
-        """Queue a prompt (text, a list of token ids or a 1-D tensor of them); returns its request id."""
-        params = params or SamplingParams()
+        """Queue a prompt (text, a list of token ids or a 1-D tensor of them); returns its request id.
+        Everything that can be checked against the model is checked here, before the request runs."""
+        params = self.lm._check_params(params)
         if params.num_beams > 1:
             raise ValueError("the serving engine does not do beam search; use lm.generate for num_beams > 1")
-        if isinstance(prompt, torch.Tensor):
-            prompt = prompt.reshape(-1).tolist()
-        ids = self.lm.tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
+        if isinstance(prompt, torch.Tensor) and prompt.dim() != 1:
+            raise ValueError(f"add_request takes one prompt: a 1-D tensor of token ids, got shape "
+                             f"{tuple(prompt.shape)}; add each row as its own request (or pass the rows to run())")
+        prompts, single = self.lm._prompts(prompt)
+        if not single:
+            raise ValueError("add_request takes one prompt (a string, a list of token ids or a 1-D tensor), got a "
+                             "batch; add each prompt as its own request, or give the list to run()")
+        ids = prompts[0]
         if not ids:
             raise ValueError("empty prompt: a request needs at least one token")
-        if not all(isinstance(i, int) and 0 <= i < self.lm.config.vocab_size for i in ids):
-            raise ValueError(f"token ids must be integers in 0 .. {self.lm.config.vocab_size - 1}")
         cfg, window = self.config, self.lm.config.max_position_embeddings
         total = len(ids) + params.max_tokens
         if total > window:
@@ -90,37 +94,78 @@ class ServingEngine:
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished
 
+    def abort(self, request_id: int) -> bool:
+        """Stop a request now, waiting or running: it finishes with finish_reason "abort" and its blocks are
+        freed. Returns False if it had already finished."""
+        if isinstance(request_id, bool) or not isinstance(request_id, int) or not 0 <= request_id < len(self.requests):
+            raise ValueError(f"abort: there is no request {request_id!r}; request ids are the ints add_request "
+                             f"returned, 0 .. {len(self.requests) - 1}")
+        request = self.requests[request_id]
+        if request.finished:
+            return False
+        self._fail(request, "abort", "aborted by the caller", len(self.timeline))
+        return True
+
+    def _fail(self, request: Request, reason: str, error: str, iteration: int) -> None:
+        """End one request with an error of its own; the others go on."""
+        request.fail(reason, error, self.now(), iteration)
+        self.scheduler.remove(request)
+        self._generators.pop(request.request_id, None)
+
     # ---- one iteration -------------------------------------------------------------------------
     @torch.no_grad()
     def step(self) -> IterationRecord:
+        if not self.has_unfinished:
+            raise RuntimeError("step(): there is nothing to run, no request is waiting or running; "
+                               "add one with add_request(prompt, params) first")
         start = self.now()
         batch = self.scheduler.schedule()
         if batch.empty:
             raise RuntimeError("the scheduler found nothing to run: no request fits in the KV pool")
         work = [(r, 1) for r in batch.decodes] + batch.prefills  # (request, tokens to compute)
         first_positions = {r.request_id: r.num_computed_tokens for r, _ in batch.prefills}
-        logits = []  # [B, V] per forward call, rows in the order of `work`
+        errors: dict[int, str] = {}  # request id → why its forward pass failed
+        rows = []  # one [V] row (None: its forward pass failed) per request, in the order of `work`
         if batch.decodes:
-            logits.append(self._forward([(r, 1) for r in batch.decodes]))
+            rows += self._forward_rows([(r, 1) for r in batch.decodes], errors)
         if batch.prefills:
-            logits.append(self._forward(batch.prefills))
-        logits = torch.cat(logits)  # [len(work), V]
+            rows += self._forward_rows(batch.prefills, errors)
         synchronize(self.lm.device)
 
         sampled, finished = [], []
         index = len(self.timeline)
-        for (request, n), row in zip(work, logits, strict=True):
+        for (request, n), row in zip(work, rows, strict=True):
+            if row is None:
+                self._fail(request, "error", errors[request.request_id], index)
+                finished.append(request.request_id)
+                continue
             request.num_computed_tokens += n
             self.block_manager.seal(request)
             if request.num_uncomputed > 0:  # a chunk in the middle of a prompt: nothing to sample yet
                 continue
-            token, logprobs = self._sample(request, row)
+            try:
+                token, logprobs = self._sample(request, row)
+            except Exception as error:  # this request's own parameters: it fails, the others go on
+                self._fail(request, "error", _describe(error), index)
+                finished.append(request.request_id)
+                continue
             request.append_token(token, self.now(), index, logprobs)
             sampled.append(request.request_id)
             if request.finished:
                 self.scheduler.finish(request)
                 finished.append(request.request_id)
         return self._record(index, start, batch, first_positions, sampled, finished)
+
+    def _forward_rows(self, work: list[tuple[Request, int]], errors: dict[int, str]) -> list[torch.Tensor | None]:
+        """`_forward` for `work`, as one [V] row per request. If the call raises, each request is run alone,
+        so that only the one at fault fails: its row is None and `errors` says why."""
+        try:
+            return list(self._forward(work))
+        except Exception as error:
+            if len(work) == 1:
+                errors[work[0][0].request_id] = _describe(error)
+                return [None]
+            return [row for item in work for row in self._forward_rows([item], errors)]
 
     def _forward(self, work: list[tuple[Request, int]]) -> torch.Tensor:
         """One model call: request i computes its next n_i tokens. Returns the logits after each
@@ -169,8 +214,19 @@ class ServingEngine:
         cache holds from earlier runs stays (prefix caching across requests)."""
         if self.has_unfinished:
             raise ValueError("run() needs an idle engine; step() through the requests already added first")
-        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+        if isinstance(prompts, torch.Tensor):
+            if prompts.dim() not in (1, 2):
+                raise ValueError(f"run() takes prompts as a tensor of shape [seq] or [batch, seq], "
+                                 f"got shape {tuple(prompts.shape)}")
+            prompts = [prompts] if prompts.dim() == 1 else list(prompts)
+        elif isinstance(prompts, str) or (isinstance(prompts, (list, tuple)) and prompts
+                                          and not isinstance(prompts[0], (str, list, tuple, torch.Tensor))):
             prompts = [prompts]
+        if not isinstance(prompts, (list, tuple)) or not prompts:
+            raise ValueError(f"run() needs at least one prompt: a string, a list of token ids, or a list of those; "
+                             f"got {prompts!r:.60}")
+        if params is not None and not isinstance(params, (list, SamplingParams)):
+            self.lm._check_params(params)  # raises, naming what was given
         params = params if isinstance(params, list) else [params] * len(prompts)
         if len(params) != len(prompts):
             raise ValueError(f"{len(params)} SamplingParams given for {len(prompts)} prompts")
@@ -200,3 +256,10 @@ class ServingEngine:
         return ServingRun(config=self.config.to_dict(), outputs=[r.result() for r in done],
                           requests=[r.stats() for r in done], timeline=self.timeline[first_iteration:],
                           total_s=max(r.finish_s for r in done) - start)
+
+
+def _describe(error: Exception) -> str:
+    """An exception as one line: 'IndexError: index out of range in self'."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
+

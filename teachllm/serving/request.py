@@ -3,6 +3,7 @@
     WAITING ──(scheduler admits it, blocks allocated)──► RUNNING ──(a stop rule fires)──► FINISHED
         ▲                                                   │
         └──────────(preempted: blocks freed, recomputed)────┘
+    (an error in its own step, or `engine.abort(id)`, ends it at once: FAILED, finish_reason "error" / "abort")
 
 The stop rules, the detokenizer and the per-token timings are those of `teachllm.generate.Sequence`,
 which a Request wraps; the Request adds what serving needs on top:
@@ -21,7 +22,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from enum import Enum
 
-from ..generate import GenerationOutput, Sequence
+from ..generate import GenerationOutput, Metrics, Sequence
 from ..sampling import SamplingParams
 
 
@@ -29,6 +30,7 @@ class RequestStatus(Enum):
     WAITING = "waiting"  # in the queue: no blocks, nothing computed
     RUNNING = "running"  # admitted: has blocks, is prefilled or decoded each iteration
     FINISHED = "finished"  # a stop rule fired; its blocks are freed
+    FAILED = "failed"  # its step raised an error (kept in `error`), or it was aborted; its blocks are freed
 
 
 @dataclass
@@ -73,6 +75,7 @@ class Request:
         self.first_iteration: int | None = None
         self.finish_iteration: int | None = None
         self.num_preemptions = 0
+        self.error: str | None = None  # why it failed ("abort" when aborted), None otherwise
 
     # ---- its tokens ----------------------------------------------------------------------------
     @property
@@ -134,20 +137,35 @@ class Request:
         self.num_cached_tokens = 0
         self.num_preemptions += 1
 
+    def fail(self, reason: str, error: str, now: float, iteration: int) -> None:
+        """End it at once with finish_reason `reason` ("error" or "abort"); the engine frees its blocks."""
+        self.seq.finish_reason, self.error = reason, error
+        self.status = RequestStatus.FAILED
+        self.finish_s, self.finish_iteration = now, iteration
+
     def result(self) -> GenerationOutput:
-        """The same output `lm.generate` gives: text, ids, finish reason, log-probs, metrics."""
-        return self.seq.result()
+        """The same output `lm.generate` gives: text, ids, finish reason, log-probs, metrics.
+        A request that failed before its first token has empty text and NaN timings."""
+        if self.seq.step_s:
+            return self.seq.result()
+        nan = float("nan")
+        metrics = Metrics(ttft_s=nan, tpot_s=nan, tokens_per_s=nan, e2e_s=nan,
+                          n_prompt_tokens=len(self.prompt_ids), n_output_tokens=0)
+        return GenerationOutput(text="", token_ids=[], finish_reason=self.seq.finish_reason, stop_reason=None,
+                                logprobs=self.seq.logprobs, metrics=metrics, prompt_token_ids=list(self.prompt_ids))
 
     def stats(self) -> RequestStats:
         if not self.finished:
             raise ValueError(f"request {self.request_id} has not finished")
         gaps = self.seq.step_s[1:]  # seconds between consecutive tokens
+        first_s = float("nan") if self.first_token_s is None else self.first_token_s  # nan: failed before it
+        first_iteration = self.finish_iteration if self.first_iteration is None else self.first_iteration
         return RequestStats(
             request_id=self.request_id, prompt_len=len(self.prompt_ids), output_len=len(self.output_ids),
-            arrival_s=self.arrival_s, first_token_s=self.first_token_s, finish_s=self.finish_s,
-            ttft_s=self.first_token_s - self.arrival_s, latency_s=self.finish_s - self.arrival_s,
+            arrival_s=self.arrival_s, first_token_s=first_s, finish_s=self.finish_s,
+            ttft_s=first_s - self.arrival_s, latency_s=self.finish_s - self.arrival_s,
             tpot_s=sum(gaps) / len(gaps) if gaps else float("nan"), max_gap_s=max(gaps, default=float("nan")),
-            arrival_iteration=self.arrival_iteration, first_iteration=self.first_iteration,
+            arrival_iteration=self.arrival_iteration, first_iteration=first_iteration,
             finish_iteration=self.finish_iteration,
             num_cached_tokens=self.num_cached_tokens, num_preemptions=self.num_preemptions)
 

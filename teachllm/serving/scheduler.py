@@ -139,3 +139,11 @@ class Scheduler:
         self.block_manager.free(request)
         self.running.remove(request)
         request.status = RequestStatus.FINISHED
+
+    def remove(self, request: Request) -> None:
+        """Take out a request that failed or was aborted: free its blocks, drop it from the queue or the batch."""
+        self.block_manager.free(request)
+        if request in self.running:
+            self.running.remove(request)
+        elif request in self.waiting:
+            self.waiting.remove(request)
