@@ -346,3 +346,23 @@ def test_beam_tree_holds_every_beam_and_marks_the_best_path(lm):
     traces, _ = lecture.beam_tree_spec(nodes)
     points = traces[-1]
     assert len(points["x"]) == len(nodes) and points["x"] == [len(n.ids) for n in nodes]
+
+
+def test_pipeline_figure_shows_the_shapes_the_engine_produces(lm):
+    from teachllm.viz import lecture
+
+    prompt = "The capital of France is"
+    stages = lecture.pipeline_stages(lm, prompt)
+    ids = lm.tokenizer.encode(prompt)
+    greedy = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=2, ignore_eos=True)).token_ids
+    by_name = {s.name: s.shape for s in stages}
+    V, L = lm.config.vocab_size, lm.config.n_layers
+    assert by_name["tokenizer"] == f"ids [{len(ids)}]"
+    assert by_name["prefill"] == f"[1, {len(ids)}] → logits [1, {V}]"
+    assert by_name["KV cache"] == f"K, V: [{L}, 1, {lm.config.n_kv_heads}, {len(ids)}, {lm.config.head_dim}] each"
+    assert by_name["sampler"] == f"ids {greedy[0]}, {greedy[1]}"  # greedy: the same two tokens as generate
+    assert by_name["detokenizer"] == repr(lm.tokenizer.decode(greedy))
+    _, layout = lecture.pipeline_spec(stages)
+    texts = [a["text"] for a in layout["annotations"]]
+    assert all(s.shape in texts and f"<b>{s.name}</b>" in texts for s in stages)
+    assert len(layout["shapes"]) == len(stages)

@@ -18,7 +18,16 @@ from .figures import (
     step_figure,
     timeline_figure,
 )
-from .lecture import BPEStepper, beam_tree, beam_tree_figure, bpe_pieces_figure, penalty_stages, penalty_stages_figure
+from .lecture import (
+    BPEStepper,
+    beam_tree,
+    beam_tree_figure,
+    bpe_pieces_figure,
+    penalty_stages,
+    penalty_stages_figure,
+    pipeline_figure,
+    pipeline_stages,
+)
 from .serving import BlockTableView, IterationTimeline, block_table_figure, iteration_timeline_figure
 from .widgets import AttentionExplorer, CacheGrowthView, DistributionExplorer, PhaseTimeline, RooflineView, StepThrough
 
@@ -28,5 +37,5 @@ __all__ = [
     "cache_growth_figure", "capture_attention", "data", "distribution", "distribution_figure", "figures",
     "iteration_timeline_figure", "labeller", "next_token_logits", "roofline_figure", "serving", "step_figure",
     "timeline_figure", "widgets", "lecture", "beam_tree", "beam_tree_figure", "bpe_pieces_figure", "penalty_stages",
-    "penalty_stages_figure",
+    "penalty_stages_figure", "pipeline_figure", "pipeline_stages",
 ]

@@ -178,3 +178,68 @@ def beam_tree_spec(nodes: list[BeamNode], title: str = "beam search: every beam 
 
 def beam_tree_figure(nodes: list[BeamNode], title: str = "beam search: every beam kept at each step") -> go.Figure:
     return figure(beam_tree_spec(nodes, title))
+
+
+# ---- the generation pipeline with live shapes (chapter 1) --------------------------------------
+@dataclass
+class PipelineStage:
+    name: str  # "tokenizer", "prefill", ...
+    what: str  # what goes in and comes out, in words
+    shape: str  # the live shape or value, as text
+
+
+def pipeline_stages(lm, prompt: str, params: SamplingParams | None = None) -> list[PipelineStage]:
+    """Run one prompt through tokenizer → prefill → one decode step → sampler → detokenizer, with the
+    engine's own calls, and record the shape at each stage."""
+    from ..sampling import process_logits, sample
+
+    params = params or SamplingParams(temperature=0)
+    tok = lm.tokenizer
+    ids = tok.encode(prompt)
+    cache = lm.new_cache(max_len=len(ids) + 2)
+    logits = lm.prefill(ids, cache)  # [1, V]
+    first = int(sample(process_logits(logits, params, [ids], [[]]), params)[0])
+    cache_shape = (lm.config.n_layers, *cache.keys(0).shape)  # [L, B, n_kv, T, d] for K (and the same for V)
+    step_logits = lm.decode_step(first, cache)  # [1, V]
+    second = int(sample(process_logits(step_logits, params, [ids], [[first]]), params)[0])
+    text = tok.decode([first, second])
+    return [
+        PipelineStage("tokenizer", f"{len(prompt)} characters → ids", f"ids [{len(ids)}]"),
+        PipelineStage("prefill", "every prompt token at once; fills the KV cache",
+                      f"[1, {len(ids)}] → logits {list(logits.shape)}"),
+        PipelineStage("KV cache", "K and V of every layer", f"K, V: {list(cache_shape)} each"),
+        PipelineStage("decode loop", "one token per step, reads the cache",
+                      f"[1, 1] → logits {list(step_logits.shape)}"),
+        PipelineStage("sampler", "logits → one id (" + ("greedy" if params.greedy else "sampled") + ")",
+                      f"ids {first}, {second}"),
+        PipelineStage("detokenizer", "ids → text", repr(text)),
+    ]
+
+
+def pipeline_spec(stages: list[PipelineStage], title: str = "one prompt through the pipeline") \
+        -> tuple[list[dict], dict]:
+    """Boxes left to right, each with its name, what it does and the live shape; arrows between them."""
+    shapes, annotations = [], []
+    width, gap = 1.0, 0.35
+    for i, stage in enumerate(stages):
+        x0 = i * (width + gap)
+        color = "#fdd0a2" if stage.name in ("decode loop", "sampler") else "#c6dbef"
+        shapes.append({"type": "rect", "x0": x0, "x1": x0 + width, "y0": 0, "y1": 1, "fillcolor": color,
+                       "line": {"color": "#636363"}, "layer": "below"})
+        annotations.append({"x": x0 + width / 2, "y": 0.78, "text": f"<b>{stage.name}</b>", "showarrow": False})
+        annotations.append({"x": x0 + width / 2, "y": 0.5, "text": stage.what, "showarrow": False,
+                            "font": {"size": 10}})
+        annotations.append({"x": x0 + width / 2, "y": 0.22, "text": stage.shape, "showarrow": False,
+                            "font": {"size": 11, "family": "monospace"}})
+        if i:
+            annotations.append({"x": x0, "y": 0.5, "ax": x0 - gap, "ay": 0.5, "xref": "x", "yref": "y",
+                                "axref": "x", "ayref": "y", "text": "", "showarrow": True, "arrowhead": 2})
+    n = len(stages)
+    layout = {"title": title, "shapes": shapes, "annotations": annotations, "height": 260,
+              "xaxis": {"visible": False, "range": [-0.1, n * (width + gap) - gap + 0.1]},
+              "yaxis": {"visible": False, "range": [-0.1, 1.1]}, "margin": {"t": 40, "b": 10, "l": 10, "r": 10}}
+    return [], layout
+
+
+def pipeline_figure(stages: list[PipelineStage], title: str = "one prompt through the pipeline") -> go.Figure:
+    return figure(pipeline_spec(stages, title))
