@@ -311,6 +311,32 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
 # 3. 5.1 said decode needs no causal mask. Decode a batch of two prompts of different lengths (teachllm
 #    left-pads the shorter one) and look at the decode step's mask. Is it still all True?
 #
+# Work in the cells below; the check cell after exercise 2 tells you whether your length is right.
+
+# %% tags=["exercise"]
+# Exercise 1: one forward pass over the prompt and the 10 known tokens.
+
+# %% tags=["exercise"]
+# Exercise 2: put your answer in my_T, the first context length where attention costs at least as much
+# as the rest of the step.
+my_T = None
+
+# %% tags=["check"]
+# Check exercise 2 (run it after the cell above).
+if my_T:
+    def attention_wins(T):
+        f = tl.cost.decode_flops(cfg, T)
+        return f.attention >= f.linear
+
+    print("correct" if attention_wins(my_T) and not attention_wins(my_T - 1)
+          else "not yet: attention does not first catch up at that length")
+else:
+    print("set my_T in the cell above first")
+
+# %% tags=["exercise"]
+# Exercise 3: decode a batch of two prompts of different lengths and look at the mask.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
 # %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
