@@ -236,6 +236,27 @@ print("full text      :", out.text)
 # 2. Set `min_tokens` equal to `max_tokens` (10) for the France question. Predict the finish reason and
 #    whether id 2 appears in the output, then check.
 #
+# Work in the cells below; the check cell after exercise 2 compares your prediction with a run.
+
+# %% tags=["exercise"]
+# Exercise 1: ignore_eos=True with stop=["<|im_end|>"], then with stop_token_ids=[2].
+
+# %% tags=["exercise"]
+# Exercise 2: your prediction for min_tokens = max_tokens = 10.
+my_finish_reason = None  # "stop" or "length"
+my_id2_appears = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 2 (run it after the cell above).
+if my_finish_reason is not None and my_id2_appears is not None:
+    run = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=10, min_tokens=10))
+    right = (my_finish_reason == run.finish_reason, my_id2_appears == (2 in run.token_ids))
+    print("correct" if all(right) else f"not yet: finish reason {'right' if right[0] else 'wrong'}, "
+          f"id 2 {'right' if right[1] else 'wrong'}")
+else:
+    print("set both predictions in the cell above first")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
 # %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
