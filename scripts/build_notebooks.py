@@ -6,6 +6,11 @@ tests/test_notebooks.py checks that every .ipynb still matches its .py.
 
     python scripts/build_notebooks.py              # all notebooks
     python scripts/build_notebooks.py 01 06        # the ones whose names start with 01 or 06
+    python scripts/build_notebooks.py --metadata-only 03   # copy cell metadata only (slides, tags); no re-run
+
+`--metadata-only` is for a change that touches only cell metadata in the .py (a slide type, say): it
+copies each cell's metadata into the committed notebook and keeps its outputs, after checking that the
+cells' sources are the same.
 """
 
 from __future__ import annotations
@@ -44,9 +49,21 @@ def build(src: Path) -> float:
     return seconds
 
 
+def copy_metadata(src: Path) -> None:
+    """Give the committed notebook the cell metadata of its source; sources and outputs stay as they are."""
+    path = NOTEBOOKS / f"{src.stem}.ipynb"
+    built, want = nbformat.read(path, as_version=4), notebook_from_source(src)
+    if [(c.cell_type, c.source) for c in built.cells] != [(c.cell_type, c.source) for c in want.cells]:
+        sys.exit(f"{path.name}: the cells differ from {src.name}; rebuild it instead")
+    for cell, source_cell in zip(built.cells, want.cells, strict=True):
+        cell.metadata = source_cell.metadata
+    nbformat.write(built, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
+    parser.add_argument("--metadata-only", action="store_true", help="copy cell metadata, do not execute")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sources = sorted((NOTEBOOKS / "src").glob("*.py"))
@@ -55,6 +72,10 @@ def main() -> None:
     if not sources:
         sys.exit("no notebook sources matched")
     for src in sources:
+        if args.metadata_only:
+            copy_metadata(src)
+            print(f"{src.stem}: metadata copied")
+            continue
         print(f"{src.stem}: executing ...", end=" ", flush=True)
         print(f"{build(src):.1f} s")
 

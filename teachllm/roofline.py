@@ -7,7 +7,8 @@ the arithmetic units. Batch-1 decode does about 1 FLOP per byte of weights read 
 used for one multiply-add per token, 2 FLOPs for 2 or 4 bytes), so it sits far left of the ridge;
 a long prefill uses each weight for hundreds of tokens and sits far right.
 
-`measure_device` measures the two numbers that draw the roof (a matmul probe and a copy probe),
+`measure_device` measures the two numbers that draw the roof (the fastest of the model's own
+matmuls, and a copy),
 `KNOWN_DEVICES` holds spec-sheet values for comparison, and `measure_phases` times the real model
 and returns the points to place under the roof. Timing goes through `teachllm.timing.timed`,
 which synchronises CUDA before reading the clock.
@@ -18,7 +19,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import torch
+import torch.nn.functional as F
 
+from .config import ModelConfig
 from .cost import decode_cost, prefill_cost
 from .timing import clock, synchronize, timed  # noqa: F401  (re-exported: tl.roofline.timed, .clock)
 
@@ -68,26 +71,51 @@ KNOWN_DEVICES = {
 }
 
 
-def measure_device(device: str | torch.device = "cpu", dtype: torch.dtype | None = None, reps: int = 5) -> Device:
-    """Measure the roof of `device`: peak FLOP/s with an n×n matmul, bandwidth with a large copy.
+def model_matmul_shapes(config: ModelConfig, lengths=(256, 1024)) -> list[tuple[int, int, int]]:
+    """The (m, k, n) of every weight matmul a prefill of each length runs: [m, k] @ [k, n], m = tokens.
 
-    Matmul probe: 2·n³ FLOPs per [n, n] @ [n, n] (n = 1536 on a CPU, 8192 on a GPU).
+    q/k/v/o projections, the three MLP matrices and the LM head (the largest, [m, h] @ [h, V])."""
+    h, f, d = config.hidden_size, config.intermediate_size, config.head_dim
+    shapes = []
+    for m in lengths:
+        for k, n in ((h, config.n_heads * d), (h, config.n_kv_heads * d), (config.n_heads * d, h), (h, f), (f, h),
+                     (h, config.vocab_size)):
+            if (m, k, n) not in shapes:
+                shapes.append((m, k, n))
+    return shapes
+
+
+def measure_device(device: str | torch.device = "cpu", dtype: torch.dtype | None = None, reps: int = 5,
+                   config: ModelConfig | None = None, lengths=(256, 1024)) -> Device:
+    """Measure the roof of `device`: peak FLOP/s from the fastest matmul, bandwidth from a large copy.
+
+    Matmul probe: an [n, n] @ [n, n] (n = 1536 on a CPU, 8192 on a GPU) and, with `config`, every
+    weight matmul of that model's prefill at `lengths` tokens (`model_matmul_shapes`), each run as
+    the model runs it (`F.linear`, same dtype, in this process, so with the same thread count).
+    The peak is the best rate of any shape in its fastest run: a measured upper bound for the
+    model's own matmuls, which a timed prefill or decode step (matmuls plus everything else) stays
+    under. 2·m·k·n FLOPs per [m, k] @ [k, n].
     Copy probe: dst.copy_(src) moves 2 · src.nbytes (read once, written once); the tensors
-    (64 MiB on a CPU, 1 GiB on a GPU) are far larger than any cache, so it measures main memory.
-    Each probe: one warm-up, then the median of `reps` runs. About 1–3 s on a laptop CPU.
+    (64 MiB on a CPU, 1 GiB on a GPU) are far larger than any cache, so it measures main memory;
+    the median of `reps` runs. About 1–3 s on a laptop CPU.
     """
     device = torch.device(device)
     gpu = device.type == "cuda"
     dtype = dtype or (torch.bfloat16 if gpu else torch.float32)
     n = 8192 if gpu else 1536
-    x = torch.randn(n, n, device=device, dtype=dtype)  # [n, n]
-    y = torch.randn(n, n, device=device, dtype=dtype)  # [n, n]
-    peak = 2 * n**3 / timed(lambda: x @ y, device, reps=reps)
+    shapes = [(n, n, n)] + (model_matmul_shapes(config, lengths) if config is not None else [])
+    generator = torch.Generator().manual_seed(0)
+    peak = 0.0
+    for m, k, n_out in shapes:
+        x = torch.randn(m, k, generator=generator).to(device, dtype)  # [m, k]
+        w = torch.randn(n_out, k, generator=generator).to(device, dtype)  # [n, k], stored as nn.Linear stores it
+        fastest = min(timed(lambda x=x, w=w: F.linear(x, w), device, reps=1) for _ in range(max(1, reps)))
+        peak = max(peak, 2 * m * k * n_out / fastest)
     n_bytes = 2**30 if gpu else 2**26
     src = torch.empty(n_bytes, dtype=torch.uint8, device=device).random_()
     dst = torch.empty_like(src)
     bandwidth = 2 * n_bytes / timed(lambda: dst.copy_(src), device, reps=reps)
-    name = f"cuda ({torch.cuda.get_device_name(device)})" if gpu else device.type
+    name = f"cuda ({torch.cuda.get_device_name(device)})" if gpu else f"cpu, {torch.get_num_threads()} threads"
     return Device(name, peak, bandwidth, str(dtype).removeprefix("torch."), "measured")
 
 

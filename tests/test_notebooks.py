@@ -22,6 +22,9 @@ def test_notebook_matches_its_source(src):
     want = jupytext.read(src)
     assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in want.cells], (
         f"{built.name} is out of date with {src.name}: rebuild it")
+    slides = [c.metadata.get("slideshow") for c in nb.cells]
+    assert slides == [c.metadata.get("slideshow") for c in want.cells], (
+        f"{built.name}'s slide types differ from {src.name}: `python scripts/build_notebooks.py --metadata-only`")
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
 

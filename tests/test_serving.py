@@ -348,9 +348,21 @@ def test_speculative_decoding_gives_the_greedy_tokens(lm, draft):
     assert again.token_ids == greedy.token_ids
     assert calls == [len(prompt)] + [4] * again.target_calls  # one prefill, then γ + 1 = 4 tokens per check
     assert again.accepted <= again.proposed == 3 * again.target_calls
+    # every round yields its accepted proposals and one token of the target's: 1 + 15 − 1 ≤ that total
+    assert again.accepted + again.target_calls >= 15 - 1
+    assert again.rejected <= again.target_calls
+    full_rounds = again.target_calls - again.rejected  # rounds that accepted all 3 proposals
+    assert again.accepted >= 3 * full_rounds
     if draft == 3:  # a draft with every layer is the target: every proposal is accepted
-        assert result.acceptance_rate == 1.0
+        assert result.acceptance_rate == result.judged_acceptance == 1.0 and result.rejected == 0
         assert result.target_calls == math.ceil((15 - 1) / 4)  # γ + 1 = 4 tokens per call
+
+
+def test_expected_tokens_per_call_is_the_geometric_sum():
+    assert tl.serving.expected_tokens_per_call(0.0, 4) == 1.0  # nothing accepted: the target's own token
+    assert tl.serving.expected_tokens_per_call(1.0, 4) == 5.0  # everything accepted: γ + 1
+    alpha, gamma = 0.6, 3
+    assert tl.serving.expected_tokens_per_call(alpha, gamma) == pytest.approx((1 - alpha**4) / (1 - alpha))
 
 
 def test_int8_quantisation_error_is_bounded_by_half_a_step():

@@ -284,3 +284,85 @@ def test_roofline_figure_draws_the_roof_and_the_points():
     assert list(prefill.x) == [20.0] and list(prefill.y) == [4e11]
     assert list(decode.x) == [1.0] and list(decode.y) == [6e10]
     assert not math.isnan(decode.y[0])
+
+
+# ---- lecture figures: BPE stepper, penalty stages, beam tree -------------------------------------
+def test_bpe_pieces_figure_shows_the_pieces_bpe_encode_makes():
+    from teachllm.bpe import bpe_encode, train_bpe
+    from teachllm.viz import lecture
+
+    text = "the river and the water, the bridge over the river"
+    _, merges = train_bpe(text, n_merges=12)
+    for n in (0, 1, 5, 12):
+        (trace,), layout = lecture.bpe_pieces_spec(text, merges, n)
+        pieces = bpe_encode(text, merges[:n])
+        assert trace["text"] == [data.token_label(p) for p in pieces]
+        assert trace["x"] == [len(p) for p in pieces]
+        assert trace["base"][1:] == [sum(trace["x"][:i]) for i in range(1, len(pieces))]
+        assert f"{len(pieces)} pieces" in layout["title"]
+    assert len(lecture.bpe_pieces_spec(text, merges, 0)[0][0]["text"]) == len(text.replace(" ", "")) + \
+        text.count(" ")  # no merges: one piece per character
+    stepper = lecture.BPEStepper(text, merges)
+    stepper.slider.value = 5
+    assert list(stepper.fig.data[0].text) == [data.token_label(p) for p in bpe_encode(text, merges[:5])]
+
+
+def test_penalty_stages_are_the_sampling_functions_applied_in_order():
+    from teachllm.sampling import apply_penalties
+    from teachllm.viz import lecture
+
+    torch.manual_seed(0)
+    logits = torch.randn(40) * 3
+    prompt, output = [1, 2, 3, 4], [5, 6, 5, 7, 6, 5]
+    params = tl.SamplingParams(repetition_penalty=1.3, presence_penalty=0.4, frequency_penalty=0.3,
+                               no_repeat_ngram_size=2)
+    stages = lecture.penalty_stages(logits, params, prompt, output, lambda ids: [f"t{i}" for i in ids], top_n=6)
+    final = apply_penalties(logits, params, prompt, output)
+    assert [v for v in stages.stages[0][1]] == [float(logits[i]) for i in stages.token_ids]
+    assert stages.stages[-1][1] == [float(final[i]) for i in stages.token_ids]  # the same as the pipeline
+    assert len(stages.stages) == 4
+    traces, _ = lecture.penalty_stages_spec(stages)
+    for trace, (name, values) in zip(traces, stages.stages, strict=True):
+        assert trace["name"] == name and trace["x"] == stages.labels
+        assert trace["y"] == [None if v == float("-inf") else round(v, 4) for v in values]
+    banned = [i for i, v in zip(stages.token_ids, stages.stages[-1][1], strict=True) if v == float("-inf")]
+    assert banned == sorted(tl.sampling.banned_ngram_tokens(prompt + output, 2) & set(stages.token_ids),
+                            key=stages.token_ids.index)
+
+
+def test_beam_tree_holds_every_beam_and_marks_the_best_path(lm):
+    from teachllm.beam import beam_search_steps
+    from teachllm.viz import lecture
+
+    ids = lm.tokenizer.encode("The capital of France is")
+    params = tl.SamplingParams(num_beams=3, max_tokens=5)
+    steps = list(beam_search_steps(lm, ids, params))
+    nodes = lecture.beam_tree(steps, data.labeller(lm.tokenizer))
+    running = {tuple(h.token_ids) for s in steps for h in s.running}
+    assert running <= {n.ids for n in nodes}
+    best = steps[-1].finished[0].token_ids
+    assert [n.ids for n in nodes if n.kept_to_end] == [tuple(best[:i]) for i in range(1, len(best) + 1)]
+    assert best == lm.generate(ids, params).token_ids  # the tree's best path is what beam search returns
+    traces, _ = lecture.beam_tree_spec(nodes)
+    points = traces[-1]
+    assert len(points["x"]) == len(nodes) and points["x"] == [len(n.ids) for n in nodes]
+
+
+def test_pipeline_figure_shows_the_shapes_the_engine_produces(lm):
+    from teachllm.viz import lecture
+
+    prompt = "The capital of France is"
+    stages = lecture.pipeline_stages(lm, prompt)
+    ids = lm.tokenizer.encode(prompt)
+    greedy = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=2, ignore_eos=True)).token_ids
+    by_name = {s.name: s.shape for s in stages}
+    V, L = lm.config.vocab_size, lm.config.n_layers
+    assert by_name["tokenizer"] == f"ids [{len(ids)}]"
+    assert by_name["prefill"] == f"[1, {len(ids)}] → logits [1, {V}]"
+    assert by_name["KV cache"] == f"K, V: [{L}, 1, {lm.config.n_kv_heads}, {len(ids)}, {lm.config.head_dim}] each"
+    assert by_name["sampler"] == f"ids {greedy[0]}, {greedy[1]}"  # greedy: the same two tokens as generate
+    assert by_name["detokenizer"] == repr(lm.tokenizer.decode(greedy))
+    _, layout = lecture.pipeline_spec(stages)
+    texts = [a["text"] for a in layout["annotations"]]
+    assert all(s.shape in texts and f"<b>{s.name}</b>" in texts for s in stages)
+    assert len(layout["shapes"]) == len(stages)

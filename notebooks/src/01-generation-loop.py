@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 1 · The generation loop
 #
 # **What you will see.** One prompt travels through every stage of text generation on a real model,
@@ -15,15 +15,18 @@
 # Everything runs on a laptop CPU in a few seconds. Each later chapter opens up one stage.
 
 # %%
+import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm.viz import pipeline_figure, pipeline_stages
 
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct: CUDA + bfloat16 if there is a GPU, else CPU + float32
 lm
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.1 The pipeline
 #
 # | stage | input | output | teachllm |
@@ -43,7 +46,27 @@ messages = [{"role": "user", "content": "What is the capital of France?"}]
 prompt = lm.tokenizer.apply_chat_template(messages)
 print(prompt)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The same pipeline as a picture, with the live shapes of this prompt (`pipeline_stages` runs the engine's
+# own calls: encode, prefill, one decode step, the sampler, decode). The two orange boxes are the loop.
+
+# %%
+stages = pipeline_stages(lm, prompt)
+for stage in stages:
+    print(f"{stage.name:<12} {stage.shape}")
+pipeline_figure(stages)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The seeds close their walk-through with one function that does all of it,
+# `generate(model, tokenizer, prompt, max_tokens=100, temperature=0.8, top_p=0.9)`. In teachllm the same
+# settings are a `SamplingParams`, and `seed` makes the draw repeatable (the sections below take it apart):
+
+# %%
+seed_call = lm.generate(prompt, tl.SamplingParams(max_tokens=100, temperature=0.8, top_p=0.9, seed=0))
+print(repr(seed_call.text))
+print(f"{len(seed_call.token_ids)} tokens, finished because: {seed_call.finish_reason}")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.2 Stage 1 — tokenize
 #
 # The model never sees characters, only integer ids from a fixed vocabulary (49,152 entries here).
@@ -59,7 +82,7 @@ for i, (token_id, piece) in enumerate(zip(ids, lm.tokenizer.pieces(ids), strict=
     elif i == 4:
         print("     ...")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.3 Stage 2 — prefill
 #
 # Prefill runs all prompt tokens through the model in **one** forward pass. Two things come out:
@@ -73,7 +96,7 @@ logits = lm.prefill(ids, cache)
 print("logits:", tuple(logits.shape), "= [batch, vocabulary]")
 print(cache)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.4 Stage 3 — from logits to a token
 #
 # Softmax turns the scores into probabilities that sum to 1. The simplest sampler, **greedy**, takes the
@@ -86,7 +109,7 @@ for p, token_id in zip(top.values, top.indices, strict=True):
     print(f"{lm.tokenizer.token_text(int(token_id))!r:>12}  p = {float(p):.3f}")
 print(f"sum of all {probs.numel()} probabilities: {float(probs.sum()):.4f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.5 Stage 4 — the decode loop, written out
 #
 # This is the seeds' `generate()` sketch as real code. Each decode step feeds **one** token, the one just
@@ -110,7 +133,7 @@ def generate_greedy(lm, ids, max_tokens):
 out_ids = generate_greedy(lm, ids, max_tokens=32)
 print(out_ids)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.6 Stage 5 — detokenize
 #
 # `skip_special_tokens=True` drops the `<|im_end|>` that ended the answer.
@@ -119,7 +142,7 @@ print(out_ids)
 answer = lm.tokenizer.decode(out_ids, skip_special_tokens=True)
 print(repr(answer))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # teachllm's own `generate` runs the same loop (with every sampling rule and stop rule of the later
 # chapters). With `temperature=0` it is greedy, so it must give exactly the same tokens:
 
@@ -128,7 +151,7 @@ result = lm.generate(prompt, tl.SamplingParams(temperature=0, max_tokens=32))
 assert result.token_ids == out_ids, "our loop and teachllm's generate disagree"
 print(repr(result.text), "| finish reason:", result.finish_reason)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.7 Watching the loop step by step
 #
 # `tl.generation_steps` is the loop inside `generate`, paused after every token. Step 1 comes from
@@ -143,16 +166,22 @@ for step in tl.generation_steps(lm, [ids], params):
     print(f"{step.index + 1:>4}  {step.phase:<8} {lm.tokenizer.token_text(token)!r:<12} {float(p):>6.3f}  "
           f"{step.cache.length:>12}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.8 The numbers an engine reports
 #
 # | metric | definition | what it measures |
 # | --- | --- | --- |
 # | TTFT (time to first token) | request in → first token out | prefill: what a user waits before anything appears |
 # | TPOT (time per output token) | mean time of each later token | one decode step |
-# | tokens/s (TPS) | output tokens / end-to-end time | generation speed |
+# | tokens/s (TPS) | output tokens ÷ end-to-end time | generation speed of a whole request |
+# | decode rate | 1 ÷ TPOT | how fast tokens stream once the first has appeared |
 # | latency | request in → last token out | TTFT + (n − 1) · TPOT |
 # | throughput | requests (or tokens) per second over many users | system capacity (chapter 11) |
+#
+# Engines and benchmarks use "tokens/s" for both of the middle rows, which is why two reports of the same
+# run can disagree. In this course **tokens/s always means output tokens ÷ end-to-end time**, TTFT
+# included (`Metrics.tokens_per_s`); 1 ÷ TPOT is called the **decode rate**. The decode rate is the higher
+# of the two, and the gap is the prefill: the shorter the answer, the more TTFT weighs in tokens/s.
 #
 # Timings depend on the machine, so this cell's output differs from run to run.
 
@@ -162,9 +191,11 @@ print(f"prompt tokens: {m.n_prompt_tokens}, output tokens: {m.n_output_tokens}")
 print(f"TTFT                  {m.ttft_s * 1e3:7.1f} ms   (prefill of {m.n_prompt_tokens} tokens + choosing one)")
 print(f"time per output token {m.tpot_s * 1e3:7.1f} ms   (one decode step)")
 print(f"end-to-end latency    {m.e2e_s * 1e3:7.1f} ms   = TTFT + {m.n_output_tokens - 1} × TPOT")
-print(f"tokens/s              {m.tokens_per_s:7.1f}")
+print(f"tokens/s              {m.tokens_per_s:7.1f}   = {m.n_output_tokens} output tokens ÷ end-to-end latency")
+print(f"decode rate           {1 / m.tpot_s:7.1f}   = 1 ÷ TPOT, tokens per second after the first")
+assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_s  # the definition
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Compare the two phases: prefill handled all the prompt's tokens in one pass, a decode step handled one.
 # Per token, prefill is far cheaper (divide TTFT by the number of prompt tokens). Why processing *N*
 # tokens at once costs much less than *N* single steps is the question of chapters 5 and 10.
@@ -174,6 +205,7 @@ print(f"tokens/s              {m.tokens_per_s:7.1f}")
 #   **decode** one token at a time → ids → text.
 # - A forward pass gives logits; a sampler turns them into a token. Greedy takes the most probable one.
 # - TTFT is mostly prefill; time per output token is one decode step.
+# - tokens/s = output tokens ÷ end-to-end time (TTFT included); 1 ÷ TPOT is the decode rate.
 #
 # ## Exercises
 # 1. Make the prompt ten times longer (for example, paste a paragraph into the question). Predict how
@@ -183,7 +215,7 @@ print(f"tokens/s              {m.tokens_per_s:7.1f}")
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"] slideshow={"slide_type": "skip"}
 # Solution 1: TTFT grows with the prompt (prefill processes every prompt token); a decode step still
 # processes one token, so its time barely moves.
 long_prompt = lm.tokenizer.apply_chat_template(
@@ -193,7 +225,7 @@ for text in (prompt, long_prompt):
     print(f"{r.metrics.n_prompt_tokens:>4} prompt tokens: TTFT {r.metrics.ttft_s * 1e3:6.1f} ms, "
           f"time per output token {r.metrics.tpot_s * 1e3:5.1f} ms")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: the id is kept (it says *why* generation stopped), the text drops it (it is not words).
 print("last id:", result.token_ids[-1], "= end of sequence:", result.token_ids[-1] in lm.config.eos_token_ids)
 print("in the text:", "<|im_end|>" in result.text)

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 2 · Tokens
 #
 # **What you will see.** The first and last stages of the pipeline from chapter 1: the tokenizer that turns
@@ -18,17 +18,20 @@
 import json
 from collections import Counter
 
+import plotly.io as pio
 import torch
 
 import teachllm as tl
 from teachllm.bpe import bpe_encode, split_words, train_bpe
+from teachllm.viz import BPEStepper, bpe_pieces_figure
 
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer  # the tokenizer that came with the checkpoint
 tok
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.1 Text → ids → pieces → text
 #
 # Four calls cover everything a student needs:
@@ -52,7 +55,7 @@ for token_id, piece in zip(ids, tok.pieces(ids), strict=True):
 assert tok.decode(ids) == text  # the round trip loses nothing
 print("decoded:", repr(tok.decode(ids)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # A space belongs to the word **after** it: `' how'` is one token, and the vocabulary stores it as `'Ġhow'`.
 # SmolLM2 works on bytes (section 2.7), and stores each byte as a printable character; the space byte is
 # shown as `Ġ`. `token_text` turns it back into a real space.
@@ -74,7 +77,7 @@ for text, theirs in llama2.items():
     assert len(ours) == len(theirs) - 1  # the same split into pieces; Llama 2 has one id more: BOS
 print("SmolLM2 vocabulary size:", tok.vocab_size)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Two reasons the numbers differ:
 # - **Every tokenizer has its own vocabulary.** Llama 2 has 32,000 entries (`'▁how'` is 920 there);
 #   SmolLM2 has 49,152 (`'Ġhow'` is 638 here). An id means nothing without its tokenizer: never feed one
@@ -87,7 +90,7 @@ print("SmolLM2 vocabulary size:", tok.vocab_size)
 print("SmolLM2's BOS token:", tok.bos_token_id, tok.pieces([tok.bos_token_id]))
 print("Does encode put it first?", tok.encode("Hi")[0] == tok.bos_token_id)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.3 Special tokens and the chat template
 #
 # A **special token** is a vocabulary entry that is never produced by splitting ordinary text pieces: it is
@@ -98,9 +101,10 @@ print("Does encode put it first?", tok.encode("Hi")[0] == tok.bos_token_id)
 # %%
 for text, token_id in tok.special_tokens.items():  # every special token, by text
     print(f"{token_id:>3}  {text}")
+print(len(tok.special_tokens), "special tokens")
 special_ids = set(tok.special_tokens.values())
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # An instruct model was trained on conversations written in one fixed format, its **chat template**.
 # SmolLM2 uses ChatML: each turn is `<|im_start|>role\n…<|im_end|>\n`, and a system turn is added when the
 # conversation has none. The prompt ends with an open assistant turn, so the next token the model
@@ -119,7 +123,7 @@ print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
 print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
 print("decoded without special tokens:", repr(tok.decode(ids, skip_special_tokens=True)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made
 # of ordinary tokens (`'assistant'` is even two: `'ass'` + `'istant'`). The template begins with
 # `<|im_start|>`, which SmolLM2's configuration also names its BOS token — so for this model "BOS" comes from
@@ -151,7 +155,7 @@ n_words, n_chars, n_subwords = len(sentence.split()), len(sentence), len(tok.enc
 print(f"word-level: {n_words} tokens, character-level: {n_chars} tokens, subword (SmolLM2): {n_subwords} tokens")
 print(tok.pieces(tok.encode(sentence)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.5 BPE step by step: "low lower lowest"
 #
 # `teachllm.bpe` is a BPE trainer small enough to read (its test checks that it learns exactly the same
@@ -171,7 +175,7 @@ print("words:", words)
 print("initial vocabulary:", alphabet)
 assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the seed's eight symbols
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the merges one at a time. Before each merge we count every adjacent pair ourselves, on the words as
 # the merges so far have split them (`bpe_encode` applies a list of merges), and check that `train_bpe`
 # chose the most frequent pair. When two pairs are equally frequent, the pair whose symbols entered the
@@ -188,7 +192,7 @@ for step, merge in enumerate(merges, start=1):
     print(f"merge {step}: {merge.pair[0]!r} + {merge.pair[1]!r} -> {merge.result!r}   pair counts: {counts}")
 print("after", len(merges), "merges:", bpe_encode(text, merges))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Counting gives `lo` (3 times) and `low` (3 times), as in the seed. After that the seed merges `er` and
 # `es`, but on these three words alone that is not what the counts say: `e` always follows `' low'`
 # (twice), while `er` and `es` occur once each, so BPE builds `' low'`, `' lowe'`, … and ends with each word
@@ -203,7 +207,7 @@ pieces = bpe_encode(text, seed_merges)
 print(pieces)
 assert [p for p in pieces if p != " "] == ["low", "low", "er", "low", "est"]  # low / er / est
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.6 BPE on a real text, against SmolLM2's tokenizer
 #
 # Three merges do not make a tokenizer. Here are five paragraphs of English (about 290 words), written for
@@ -240,7 +244,7 @@ print(f"{len(corpus.split())} words, {len(alphabet)} characters in the alphabet,
 print("first 12 merges:", [(m.result, m.count) for m in merges[:12]])
 print("'er' is merge number", [m.result for m in merges].index("er") + 1)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The first merges are the most frequent pairs of English: a space with the next letter (`' t'`, `' a'`),
 # then `'he'` and `' the'`. The seed's `er` appears early too — on a real text, BPE does learn it.
 # SmolLM2's own merge list (stored with the tokenizer) starts the same way:
@@ -249,7 +253,7 @@ print("'er' is merge number", [m.result for m in merges].index("er") + 1)
 smol_merges = json.loads(tok.hf.backend_tokenizer.to_str())["model"]["merges"]
 print(f"SmolLM2: {len(smol_merges)} merges; the first 8:", [a + b for a, b in smol_merges[:8]])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the held-out sentences: our 300 merges against SmolLM2's list, in tokens per word.
 
 # %%
@@ -261,7 +265,22 @@ for sentence in held_out:
     print(f"  our BPE : {len(ours) / n:.2f} tokens/word  {ours}")
     print(f"  SmolLM2 : {len(theirs) / n:.2f} tokens/word  {theirs}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Watch the first held-out sentence being built, one merge at a time: drag the slider from 0 (single
+# characters) to 300 (all our merges). Each box is one piece; the title names the merge just applied.
+
+# %%
+for n in (0, 10, 50, 300):
+    print(f"{n:>3} merges: {len(bpe_encode(held_out[0], merges[:n])):>2} pieces")
+BPEStepper(held_out[0], merges, start=10)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The same sentence after all 300 merges, as a static figure:
+
+# %%
+bpe_pieces_figure(held_out[0], merges, len(merges))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Words that were frequent in our text (`' the'`, `' river'`, `' water'`, `' bridge'`) are single tokens;
 # words that were rare or absent fall apart into small pieces (`' car'` + `'ried'`, `' ban'` + `'k'`).
 # SmolLM2 learned its merges from a huge amount of text, so almost every common English word is one token
@@ -284,7 +303,7 @@ for text in ["Hello", "大语言模型", "🚀"]:
     print("   decode     :", repr(tok.decode(ids)))
     assert tok.decode(ids) == text
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `'大'` and `'型'` are single tokens, but `'语'`, `'言'` and `'模'` take two tokens each, and the rocket
 # takes three. A token that holds only part of a character's bytes cannot be shown on its own:
 # `token_text` prints `'�'` (U+FFFD, the replacement character). Decoding the whole list puts the bytes
@@ -295,10 +314,29 @@ ids = tok.encode("🚀")
 for n in range(1, len(ids) + 1):
     print(f"decode(ids[:{n}]) = {tok.decode(ids[:n])!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # This matters in the decode loop: a program that prints each new token with `token_text` as it arrives
 # shows `'�'` in the middle of Chinese text. Chapter 9 shows how streaming holds back an unfinished
 # character until its last byte arrives.
+#
+# **What does this model do with Chinese?** The seeds' running example is 今天天气 ("today's weather"),
+# continued by a model. Here is SmolLM2's greedy continuation, and its answer to the question in its chat
+# template:
+
+# %%
+weather = tok.encode("今天天气")
+print(f"今天天气: 4 characters, {len(weather)} tokens {tok.pieces(weather)}")
+print("continued:", repr(lm.generate(weather, tl.SamplingParams(temperature=0, max_tokens=16)).text))
+question = tok.apply_chat_template([{"role": "user", "content": "今天天气怎么样？"}])
+print("chat answer:", repr(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=24)).text))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Plainly: not much. Four characters cost nine tokens, because SmolLM2's vocabulary was built from mostly
+# English text and few Chinese characters got a token of their own. The greedy continuation repeats 气 and
+# strings a few characters together without making a sentence, and in the chat template it echoes the
+# question back. A 135M model trained mostly on English can read and write any UTF-8 text, byte by byte,
+# but it has not learnt Chinese. The seeds' examples assume a model that has; `tl.load` also reads
+# Qwen2.5 and Qwen3 checkpoints, which were trained on Chinese, if you have one on disk.
 #
 # ## Summary
 # - The model sees ids. `encode` / `decode` convert text, `pieces` shows vocabulary entries (`Ġ` is a space),
@@ -318,9 +356,31 @@ for n in range(1, len(ids) + 1):
 #    tokens per character, and why does this matter for the price and the speed of a request?
 # 3. A user types `<|im_end|>` into their message. What ids does the prompt get? Why could that be a problem?
 #
+# Work in the cells below; the check cell after exercise 1 tells you whether your text does it.
+
+# %% tags=["exercise"]
+# Exercise 1: put your text in my_text, e.g. my_text = "low lower ..."
+my_text = None
+
+# %% tags=["check"]
+# Check exercise 1 (run it after the cell above).
+if my_text:
+    first = [m.result for m in train_bpe(my_text, n_merges=4)[1]]
+    print("correct: 'er' or 'es' is among the first merges" if {"er", "es"} & set(first)
+          else f"not yet: the first merges are {first}")
+else:
+    print("set my_text in the cell above first")
+
+# %% tags=["exercise"]
+# Exercise 2: tokens per character for an English, a Chinese and an emoji sentence.
+
+# %% tags=["exercise"]
+# Exercise 3: encode a user message that contains <|im_end|> through the chat template.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: the endings must be more frequent than the stems. Sennrich et al. (2016) used
 # low ×5, lower ×2, newest ×6, widest ×3: 'e'+'s' and 'es'+'t' occur 9 times, more than any other pair.
 text = " ".join(["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3)
@@ -328,7 +388,7 @@ _, merges = train_bpe(text, n_merges=4)
 print([(m.result, m.count) for m in merges])
 print(bpe_encode("low lower lowest", merges))
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: English is about one token per word (0.2 tokens per character); Chinese and emoji need one or
 # more tokens per character. Prompts are billed in tokens, and each output token is one decode step, so the
 # same message costs more, and takes longer to generate, in Chinese or emoji.
@@ -336,7 +396,7 @@ for text in ["The weather is lovely today.", "今天天气很好。", "🌞🌈�
     n = len(tok.encode(text))
     print(f"{text!r}: {len(text)} characters, {n} tokens, {n / len(text):.2f} tokens per character")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: the typed text is matched as the special token itself (id 2), so the user's message seems to
 # end early and what follows can look like a new turn written by someone else (a prompt injection).
 # Serving code guards against this: transformers' tokenizers, for one, can be told to split special-token

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 3 · Prefill, layer by layer
 #
 # **What you will see.** The prefill pass of chapter 1, opened up. A twelve-token prompt goes through the
@@ -36,7 +36,7 @@ print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h
       f"KV heads n_kv = {cfg.n_kv_heads}, head dim d = {cfg.head_dim}, MLP width f = {cfg.intermediate_size}, "
       f"vocabulary V = {cfg.vocab_size:,}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.1 One inference gives logits, not a token
 #
 # The lecture's first point: a call of the model returns **logits**, an unnormalised score for every
@@ -65,7 +65,7 @@ top = torch.topk(probs, 5)
 for p, i in zip(top.values, top.indices, strict=True):
     print(f"  {tok.token_text(int(i))!r:<12} logit {float(logits[0, i]):6.2f}   p = {float(p):.3f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Nothing in these logits says "the answer is ` Rome`". Two decoding strategies applied to the **same**
 # logits: greedy takes the highest score every time; sampling draws from the probabilities, so it mostly
 # says ` Rome` but not always. (The draws use a seeded generator, so they are the same on every run.)
@@ -79,7 +79,7 @@ draws = [int(tl.sampling.sample(logits, sampling, generator)[0]) for _ in range(
 print("greedy     :", repr(tok.token_text(greedy_token)))
 print("10 samples :", [tok.token_text(t) for t in draws])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.2 The whole pass, stage by stage
 #
 # `lm.step_through(ids)` runs the same forward pass as prefill, but stops after every stage and hands us
@@ -103,7 +103,7 @@ full_logits = lm.forward(ids)  # [1, S, V]: the same pass in one call
 assert torch.equal(stages[-1].output, full_logits)
 assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # the embedding is a table lookup
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What to read from this:
 # - The **residual stream** keeps one shape, `[1, 12, 576]`, from the embedding to the final norm. Each
 #   layer reads it and *adds* its result to it; nothing is replaced. Only the LM head changes the width,
@@ -123,7 +123,7 @@ print(tok.pieces([ids[1], ids[8]]), "same id:", ids[1] == ids[8])
 print("same embedding vector:", torch.equal(stages[0].output[0, 1], stages[0].output[0, 8]))
 print("same vector after layer 0:", torch.equal(stages[1].output[0, 1], stages[1].output[0, 8]))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.3 Inside one layer
 #
 # A decoder layer does two things, each added to the residual stream:
@@ -156,7 +156,7 @@ meaning = {
 for name, text in meaning.items():
     print(f"{name:<10}{str(tuple(getattr(t, name).shape)):<17}{text}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Grouped-query attention shows in the shapes: there are **9** query heads but only **3** key and value
 # heads. Each KV head serves a group of g = 9 / 3 = 3 query heads: query heads 0–2 read KV head 0, heads
 # 3–5 read KV head 1, heads 6–8 read KV head 2. The weight matrices say the same:
@@ -167,7 +167,7 @@ for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
     print(f"{name}: weight {tuple(getattr(attn, name).weight.shape)}  [out, in]")
 print(f"query heads per KV head: g = {cfg.n_groups}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The two residual additions, checked on the captures, and the hand-over from one layer to the next:
 
 # %%
@@ -176,7 +176,7 @@ assert torch.allclose(t.resid_out, t.resid_mid + t.mlp_out)
 assert torch.equal(trace.layers[layer + 1].resid_in, t.resid_out)  # layer 2 reads what layer 1 wrote
 print("resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **The causal mask.** Token *i* may attend to tokens 0 … *i* and never to a later one: during training
 # the model learned to predict each next token without seeing it. The trace keeps the mask that was used
 # (`True` = may attend, shown as 1):
@@ -189,7 +189,7 @@ print(" " * 13 + "".join(f"{j:>3}" for j in range(S)) + "   ← key position")
 for i in range(S):
     print(f"{i:>2} {names[i]:<10}" + "".join(f"{int(m):>3}" for m in mask[i]))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Scores and probabilities.** Head 2 of layer 1 is a good one to watch. Its scores are q·kᵀ/√d, with −inf
 # written wherever the mask says 0 (the first rows):
 
@@ -199,7 +199,7 @@ scores = t.scores[0, head]  # [S, S]
 for i in range(4):
     print(f"{names[i]:<10}" + "".join(f"{float(x):>7.2f}" for x in scores[i, :6]) + "  …")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Softmax turns each row into probabilities that sum to 1; the −inf entries become exactly 0. This is the
 # **attention pattern**: row *i* says how much token *i* takes from each earlier token's value.
 
@@ -213,7 +213,7 @@ assert torch.allclose(pattern.sum(-1), torch.ones(S, device=lm.device))
 prev = torch.stack([pattern[i, i - 1] for i in range(1, S)])
 print(f"mean attention on the previous token: {float(prev.mean()):.3f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # In all rows but one (the `.`, which looks at itself) the largest weight sits one place left of the
 # diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token *i* − 1 into
 # token *i*'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
@@ -240,7 +240,7 @@ torch.testing.assert_close(my_scores, t.scores[0, head])
 torch.testing.assert_close(my_probs, t.probs[0, head])
 print("scores and probabilities by hand = the trace's")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The trace keeps the layer's output after the output projection `o_proj`, which mixes all 9 heads. So we
 # check our head against teachllm's `attention_by_hand` (the plain attention the engine runs whenever a
 # trace is asked for), and then check that o_proj over all the heads gives the trace's `attn_out`:
@@ -255,7 +255,7 @@ with torch.no_grad():
     torch.testing.assert_close(attn.o_proj(concat), t.attn_out)
 print("o_proj(all 9 heads) = the trace's attn_out:", tuple(t.attn_out.shape))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.5 Only the last row of the logits is needed
 #
 # `lm.forward` projects **every** position through the LM head and returns `[1, S, V]`. Row *i* holds the
@@ -268,7 +268,7 @@ assert (full_logits[0, -1] - logits[0]).abs().max() < 1e-4
 assert full_logits[0, -1].argmax() == logits[0].argmax()
 print("last row of forward = prefill's logits (within 1e-4)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The other rows are the predictions for tokens we already have. They are what training uses (every
 # position is a training example), but generation has no use for them:
 
@@ -279,24 +279,33 @@ for i in range(S):
     actual = repr(tok.token_text(ids[i + 1])) if i + 1 < S else "(to generate)"
     print(f"{i:>3}  {names[i]:<11}{guess!r:<21}{actual}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # After the first sentence, the model predicts the second one almost word for word: it has seen the
 # pattern once. How much work does skipping the other rows save? The LM head is a [576 × 49,152] matrix,
 # 2·h·V FLOPs per position it projects. `tl.cost` counts the matmul FLOPs of both calls:
 
 # %%
-for n_tokens in (S, 1000):
+lengths = (S, 128, 1000, 2048, cfg.max_position_embeddings)
+share = {}
+for n_tokens in lengths:
     engine = tl.cost.prefill_flops(cfg, n_tokens)  # LM head on the last position only, as lm.prefill
     every = tl.cost.prefill_flops(cfg, n_tokens, all_positions=True)  # on every position, as lm.forward
     saved = every.total - engine.total
-    print(f"prompt of {n_tokens:>4} tokens: LM head {every.lm_head / 1e9:7.2f} → {engine.lm_head / 1e9:.3f} GFLOP; "
-          f"saves {saved / 1e9:7.2f} GFLOP = {saved / every.total:.0%} of forward's work")
+    share[n_tokens] = saved / every.total
+    print(f"prompt of {n_tokens:>5} tokens: LM head {every.lm_head / 1e9:8.2f} → {engine.lm_head / 1e9:.3f} GFLOP; "
+          f"saves {saved / 1e9:8.2f} GFLOP = {share[n_tokens]:.0%} of forward's work "
+          f"(attention is {every.attention_fraction:.0%})")
 print(f"one position through the LM head: 2·h·V = {2 * cfg.hidden_size * cfg.vocab_size:,} FLOPs")
+assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share falls as the prompt grows
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # For this small model the vocabulary is large compared with the layers, so the LM head is a big share of
-# a full forward pass: projecting one row instead of all of them removes about a fifth of the work, at any
-# prompt length.
+# a full forward pass: for short prompts, projecting one row instead of all of them removes about a fifth
+# of the work (19% at 12 tokens, 17% at 1,000). The share is not fixed, though. The LM head and the
+# layers' weight matmuls grow in proportion to the prompt, but attention compares every token with every
+# earlier one and grows with its square: at 2,048 tokens the saving is down to 14%, and at the model's
+# longest context, 8,192 tokens, attention is 68% of the work and the saving is 7%. Chapter 10 counts
+# these costs in detail.
 #
 # ## 3.6 Seeing attention
 #
@@ -309,7 +318,7 @@ print(f"one position through the LM head: 2·h·V = {2 * cfg.hidden_size * cfg.v
 capture = capture_attention(lm, ids, n_decode=0, labels_of=labeller(tok))
 attention_figure(capture, layer=1, head=2)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The three heads read the same keys and values but have their own queries, so their patterns differ:
 # head 2 looks at the previous token, heads 0 and 1 split their weight between the token itself and the
 # one before. Deeper in the model the patterns change. In layer 18, heads 7 and 8 send almost all their
@@ -326,7 +335,7 @@ sink = capture.probs[18][7:9, 1:, 0]  # heads 7 and 8, every query after the fir
 print(f"layer 18, heads 7–8: mean attention on the first token {float(sink.mean()):.3f}")
 print(f"layer 18, head 6: the last token ' is' → ' Paris' {float(capture.probs[18][6, S - 1, 5]):.3f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The explorer below shows the same data for any layer and head: choose them in the two menus. It opens on
 # the previous-token head. Look for heads that attend to themselves (the diagonal), to the first token,
 # or to the token after an earlier copy of the current one.
@@ -336,7 +345,7 @@ explorer = AttentionExplorer(lm, prompt, n_decode=0)
 explorer.layer.value, explorer.head.value = 1, 2
 explorer
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.7 The seed's prefill sketch and teachllm's code
 #
 # The seed (generation-process §2.3) sketches prefill like this (comments translated):
@@ -363,13 +372,13 @@ explorer
 # %%
 print(inspect.getsource(tl.LanguageModel.prefill))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # and the model's `forward` is the seed's loop over the layers:
 
 # %%
 print(inspect.getsource(Transformer.forward))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # | seed sketch | teachllm | difference |
 # | --- | --- | --- |
 # | `model.embed_tokens(input_ids)` | `self.embed_tokens(ids)` | same |
@@ -399,7 +408,7 @@ print(inspect.getsource(Transformer.forward))
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: read the residual stream after each layer through the final norm and the LM head
 # (a "logit lens"). Until layer 26 the best guesses are punctuation and common words; ` Rome` gets some
 # probability in layer 27 and becomes the answer only in the very last layer.
@@ -411,7 +420,7 @@ with torch.no_grad():
         print(f"{stage.name:<9} top token {tok.token_text(best)!r:<14} p = {float(p[best]):.3f}   "
               f"p(' Rome') = {float(p[greedy_token]):.3f}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: yes. The head looks one step back on random tokens too: it goes by position, not meaning.
 random_ids = torch.randint(0, cfg.vocab_size, (24,), generator=torch.Generator().manual_seed(0)).tolist()
 random_trace = tl.Trace()
@@ -420,7 +429,7 @@ pattern = random_trace.layers[1].probs[0, 2]  # [24, 24]
 prev = torch.stack([pattern[i, i - 1] for i in range(1, 24)])
 print(f"random tokens: mean attention on the previous token {float(prev.mean()):.3f}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: only the rows from ` Spain` on. Row i depends on tokens 0 … i alone (the causal mask), so
 # the rows before the change are the same numbers; the last two rows see the new word and change.
 other_ids = tok.encode(prompt.replace("Italy", "Spain"))

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 4 · The KV cache
 #
 # **What you will see.** The lecture's derivation of the KV cache, redone with numbers. We append one token
@@ -35,7 +35,7 @@ tok = lm.tokenizer
 cfg = lm.config
 L = cfg.n_layers
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4.1 Append one token: what changes?
 #
 # The lecture asks: generating the second "next token" means running the model on *s* + 1 tokens after
@@ -53,7 +53,7 @@ longer = ids + [next_id]
 long_logits = lm.forward(longer, trace=long_trace)  # [1, S + 1, V]
 print(f"S = {S} tokens, then {S + 1}: the model appended {tok.token_text(next_id)!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now compare the two runs, capture by capture. For every tensor we ask: are rows 0 … 11 (the old tokens)
 # the same in both runs? For the attention scores and probabilities, a row is a query and a column a key;
 # the 13-token run also has a new **column** (key 12) in the old rows.
@@ -82,7 +82,7 @@ print(f"{'':>9}{'logits':<10}{str(tuple(short_logits.shape)) + ' → ' + str(tup
 print("new column (key 12) in the old rows: scores all -inf:", bool(b.scores[0, :, :S, S].isinf().all()),
       "| probs all 0:", bool((b.probs[0, :, :S, S] == 0).all()))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the
 # two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
 #
@@ -103,7 +103,7 @@ for i in range(S + 1):
             marks.append("N")
     print(f"query {i:>2} " + "".join(f"{m:>3}" for m in marks))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Only the last row is new. It is not a coincidence of one layer: the check below runs over all 30 layers
 # and every capture.
 
@@ -117,7 +117,7 @@ for x, y in zip(short_trace.layers, long_trace.layers, strict=True):
         assert same(getattr(x, name), getattr(y, name)[:, :, :S, :S])
 print(f"all {L} layers: every value of the 12 old tokens is unchanged by the 13th")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Why: the causal mask. Token *i* reads only tokens 0 … *i*, in every layer, so nothing that comes after it
 # can change anything computed for it. That is the property that makes a cache correct: what was computed
 # for old tokens stays valid forever. (A model whose tokens could see the future, such as BERT, would have
@@ -144,7 +144,7 @@ row = torch.softmax(q_new @ keys.T / cfg.head_dim ** 0.5, dim=-1)  # [1, S + 1]:
 torch.testing.assert_close(row, b.probs[0, head, S:])
 print("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # So, as the lecture concludes:
 # - **Keep K and V** of every token, in every layer: each later token reads all of them.
 # - **Never keep Q**: an old token's query served only its own row, which is finished. The new row needs
@@ -177,7 +177,7 @@ print("new row of the attention pattern from old K, V + the new token's q, k, v 
 print(inspect.getsource(tl.KVCache.__init__))
 print(inspect.getsource(tl.KVCache.write))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # An empty cache for 32 tokens, then a prefill of our 12:
 
 # %%
@@ -189,7 +189,7 @@ print(cache)
 print("cache.k:", tuple(cache.k.shape), "= [L, B, n_kv, max_len, d]")
 print("cache.keys(1):", tuple(cache.keys(1).shape), "= [B, n_kv, length, d]: the filled slots of layer 1")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What the cache holds is exactly the K (after RoPE) and V each layer computed during prefill, and the same
 # numbers the uncached 12-token run computed:
 
@@ -200,7 +200,7 @@ for i in range(L):
     assert same(cache.keys(i), short_trace.layers[i].k) and same(cache.values(i), short_trace.layers[i].v)
 print(f"all {L} layers: cache = prefill's K and V = the uncached run's K and V")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # One decode step feeds the chosen token, writes its K and V into slot 12, and moves `length` on by one.
 # The numbers it writes are those of the 13-token uncached run (up to float32 rounding: one run multiplied
 # a single row, the other 13 rows at once, and the sums come out in a different order):
@@ -214,7 +214,7 @@ for i in range(L):
     assert same(cache.keys(i), long_trace.layers[i].k) and same(cache.values(i), long_trace.layers[i].v)
 print("slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4.3 How big is the cache?
 #
 # Per token, every layer keeps one key and one value vector per KV head:
@@ -237,7 +237,7 @@ print(f"used:      {cache.length:>2} tokens × {per_token:,} = {cache.bytes_used
 print(f"allocated: {cache.max_len:>2} slots  × {per_token:,} = {cache.bytes_allocated:>9,} bytes "
       f"({cache.bytes_used / cache.bytes_allocated:.0%} in use)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # A contiguous cache reserves `max_len` slots up front, used or not; chapter 12's paged cache reserves
 # memory in small blocks as the sequence grows. At the model's full context of 8,192 tokens, the cache of
 # one sequence is 377 MB, close to the 538 MB of the weights themselves:
@@ -247,7 +247,7 @@ full = tl.cost.kv_cache_bytes(cfg, cfg.max_position_embeddings)
 weights = tl.cost.weight_bytes(cfg)
 print(f"KV cache at {cfg.max_position_embeddings:,} tokens: {full / 1e6:.0f} MB; weights: {weights / 1e6:.0f} MB")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **What grouped-query attention saves.** The cache stores n_kv heads, not n_h. With one KV head per query
 # head (plain multi-head attention, n_kv = 9) it would be three times larger; with a single KV head
 # (multi-query attention) three times smaller:
@@ -257,7 +257,7 @@ for name, n_kv in (("multi-head (n_kv = n_h)", 9), ("grouped-query, SmolLM2", 3)
     variant = dataclasses.replace(cfg, n_kv_heads=n_kv)
     print(f"{name:<26} n_kv = {n_kv}: {tl.cost.kv_cache_bytes(variant, 1):>7,} bytes per token")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **A larger model.** Llama-2-7B has 32 layers, 32 KV heads (no GQA) of dimension 128, and runs in fp16.
 # We build its `ModelConfig` from those numbers and let the same formula count. Llama-2-70B, with GQA
 # (8 KV heads for 64 query heads), needs less cache per token than the 7B model:
@@ -276,7 +276,7 @@ for name, c, dtype in (("SmolLM2-135M, fp32", cfg, "float32"), ("Llama-2-7B, fp1
           f"{tl.cost.weight_bytes(c, dtype) / 1e9:>8.1f} GB")
 assert tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16") == 2**19  # 0.5 MiB per token
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Half a MiB per token: one 4,096-token conversation with Llama-2-7B holds 2 GiB of cache, and a batch of
 # 32 such conversations 64 GiB, about five times the 13.5 GB of weights. This is why serving engines
 # manage the KV cache so carefully (chapters 11 and 12) and why newer models use GQA.
@@ -307,7 +307,7 @@ for i, cached in enumerate(step_logits):
     print(f"{i:>4}  {tok.token_text(generated[i])!r:<12}{str(same_token):>12}{str(close):>28}")
 print("generated:", repr(tok.decode(generated)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # (The two paths add the same numbers in a different order, so the logits differ in the last bits of
 # float32, never by more than the tolerance. teachllm's tests run this check on every supported model
 # family, batch 1 and batch 3.)
@@ -325,9 +325,57 @@ for prompt_len in (S, 1000):
     print(f"prompt {prompt_len:>4}, {n} new tokens: without a cache {without / 1e12:6.2f} TFLOP, "
           f"with it {with_cache / 1e12:6.3f} TFLOP ({without / with_cache:4.1f}× less)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The cost of the cache is memory (4.3); the gain grows with the prompt, because without the cache every
 # step repeats the whole prompt.
+#
+# **FLOPs are not time.** Does the cache make each step that many times faster, then? Take the sequence
+# of the check above (the prompt and the tokens generated after it) and the step that adds one more
+# token: without a cache the model reruns every token, with it only the new one. `tl.cost` counts the
+# FLOPs of both, and also the bytes each call has to move: every weight of the model, read once, plus
+# the K and V it reads and writes.
+
+# %%
+seq = ids + generated  # the whole sequence so far
+T = len(seq)
+redo = tl.cost.prefill_cost(cfg, T)  # no cache: the whole sequence again
+step = tl.cost.decode_cost(cfg, T)  # with the cache: one new token against T keys
+for name, c in (("without a cache", redo), ("with the cache", step)):
+    print(f"{name:<16} {c.flops / 1e9:6.3f} GFLOP, {c.bytes / 1e6:5.1f} MB moved")
+print(f"ratio: {redo.flops / step.flops:.1f}× the FLOPs, {redo.bytes / step.bytes:.2f}× the bytes")
+print(f"of which the weights: {step.weight_bytes / 1e6:.1f} MB in both")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# 16.0× the arithmetic, but almost the same bytes (1.00×): both calls read every weight of the model
+# once (538.1 MB in float32), and that is nearly all the traffic. Which of the two ratios does the clock
+# follow? The next cell times both calls (the median of five runs; the exact times depend on the machine,
+# so its output is not checked):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+decode_cache = lm.new_cache(max_len=T)
+lm.prefill(seq[:-1], decode_cache)
+
+
+def one_cached_step():
+    decode_cache.reset()
+    decode_cache.advance(T - 1)  # the first T − 1 tokens are cached
+    lm.decode_step(seq[-1], decode_cache)
+
+
+t_redo = tl.timing.timed(lambda: lm.prefill(seq, lm.new_cache(max_len=T)), lm.device, reps=5)
+t_step = tl.timing.timed(one_cached_step, lm.device, reps=5)
+print(f"without a cache {t_redo * 1e3:.0f} ms, with it {t_step * 1e3:.0f} ms: {t_redo / t_step:.1f}× the time "
+      f"for {redo.flops / step.flops:.1f}× the FLOPs")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The time ratio lands far closer to the bytes ratio than to the FLOP ratio (on a laptop CPU it is
+# usually below 2×). At this length a step is **memory-bound**: the processor spends its time waiting
+# for the weights to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in
+# that wait almost for free. That is why the cache matters less for a short chat on a CPU than its FLOP
+# count suggests, and more as the sequence grows: the rerun's FLOPs grow with every token until
+# arithmetic, not memory, is the limit (the first table: 100 tokens after a 1,000-token prompt). Chapter 10
+# draws this as a roofline.
 #
 # ## 4.5 Watching the cache grow
 #
@@ -342,16 +390,17 @@ for p in points[:3] + points[-1:]:
     print(f"step {p.step:>2} ({p.phase:<7}): {p.length:>2} of {p.capacity} slots, {p.bytes_used:>9,} bytes "
           f"= formula {p.formula_bytes:>9,}")
 assert all(p.bytes_used == p.formula_bytes == p.length * per_token for p in points)
+print(f"growth per step: {points[1].bytes_used - points[0].bytes_used:,} bytes = one token's K and V")
 cache_growth_figure(points)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same view as a widget: press **next token** to run one decode step and watch the bars grow, or
 # **run to the end**.
 
 # %%
 CacheGrowthView(lm, prompt, params)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - Appending a token leaves every old row unchanged — Q, K, V, scores, probabilities, outputs, logits —
 #   because of the causal mask. Only the new token's row is new.
@@ -374,9 +423,9 @@ CacheGrowthView(lm, prompt, params)
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"]
-# Solution 1: the same tokens, and much slower: every step reruns all earlier tokens. (The times depend on
-# the machine, so this cell's output is not checked.)
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"] slideshow={"slide_type": "skip"}
+# Solution 1: the same tokens, and slower, though by far less than the FLOP ratio (4.4: the steps are
+# memory-bound). The times depend on the machine, so this cell's output is not checked.
 import time
 
 n = 12
@@ -392,7 +441,7 @@ assert seq[S:] == cached
 print(f"same {n} tokens; without a cache {no_cache_s:.2f} s, with it {cache_s:.2f} s "
       f"({no_cache_s / cache_s:.1f}× slower without)")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: yes: a token's K and V depend only on the tokens up to it, so equal beginnings give equal
 # cache slots. A server can compute a shared prefix (a system prompt, say) once and reuse its slots for
 # every request that starts with it: prefix caching.
@@ -408,7 +457,7 @@ for i in range(L):
 print(f"the {n_shared} shared tokens have the same K and V in all {L} layers; only the other "
       f"{S - n_shared} differ")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: about 127,000 tokens (30 whole sequences of 4,096), and four times as many with 8 KV heads.
 gpu = 80e9
 free = gpu - tl.cost.weight_bytes(llama2_7b, "float16")

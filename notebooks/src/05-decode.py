@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 5 · Decode
 #
 # **What you will see.** The second phase of generation. After prefill has filled the KV cache, each decode
@@ -35,7 +35,7 @@ tok = lm.tokenizer
 cfg = lm.config
 n_h, n_kv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_groups
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.1 One decode step, from the outside
 #
 # Prefill the prompt of chapters 3 and 4, take the greedy token, and feed it to `lm.decode_step`. Before
@@ -57,7 +57,7 @@ trace = tl.Trace()
 next_logits = lm.decode_step(token, cache, trace=trace)  # [1, V]
 print(f"decode step fed {tok.token_text(token)!r} → {tok.token_text(int(next_logits.argmax(-1)))!r};", cache)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The step ran one token through all 30 layers. Its trace has the shapes of the seed's `decode_step`
 # sketch: one query row, T = S + 1 = 13 keys.
 
@@ -69,7 +69,7 @@ for name in ("resid_in", "q", "k", "v", "scores", "probs", "attn_out"):
     print(f"  {name:<9}{tuple(getattr(t, name).shape)}")
 print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The mask is all True: no causal mask is needed, because nothing in the cache comes after the new token.
 # (The mask exists for batches of prompts with different lengths, where it hides padding slots: exercise 3.)
 #
@@ -113,7 +113,7 @@ torch.testing.assert_close(k_new, t.k)
 torch.testing.assert_close(v_new, t.v)
 print("q_new, k_new, v_new by hand = the decode step's:", tuple(q_new.shape), tuple(k_new.shape))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the attention. Each query head reads its group's KV head (query head *h* reads KV head *h* // 3), so we
 # repeat each cached head 3 times before the matrix product. There is one query row, so there is no mask:
 
@@ -132,7 +132,7 @@ torch.testing.assert_close(probs, t.probs)
 torch.testing.assert_close(attn_out, t.attn_out)
 print("probs", tuple(probs.shape), "and attn_out", tuple(attn_out.shape), "by hand = the decode step's")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The rest of the layer is the same as in prefill, for one row: add to the residual stream, RMSNorm, MLP,
 # add again. And the cache: the decode step wrote our k_new and v_new into slot 12.
 
@@ -145,7 +145,7 @@ torch.testing.assert_close(cache.keys(layer)[:, :, S:], k_new)
 torch.testing.assert_close(cache.values(layer)[:, :, S:], v_new)
 print("layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What did the new token look at? Head 2 is the previous-token head of chapter 3: its one row gives its
 # largest weight to ` is`, the token just before ` Rome`.
 
@@ -155,7 +155,7 @@ row = probs[0, 2, 0]  # [T]
 for label, p in zip(labels, row, strict=True):
     print(f"{label!r:<11}{float(p):6.3f}  " + "█" * round(40 * float(p)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.3 The decode loop
 #
 # The seed's `decode_loop` (generation-process §3.3), comments translated:
@@ -203,7 +203,7 @@ print(f"prefill: cache length {cache.length} → first token {tok.token_text(fir
 generated = decode_loop(lm, first, cache, max_tokens=10, stop_token_ids=lm.config.eos_token_ids, params=greedy)
 print(repr(tok.decode(generated)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Each step adds exactly one slot to the cache. teachllm's `generate` runs the same loop (with every
 # sampling and stop rule of the later chapters), so under greedy decoding it must give the same tokens:
 
@@ -212,7 +212,7 @@ result = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=10))
 assert result.token_ids == generated
 print(repr(result.text), "| finish reason:", result.finish_reason)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.4 Decode rows in the attention pattern
 #
 # `capture_attention` prefills the prompt and then runs decode steps, each with a trace, and stacks their
@@ -224,7 +224,7 @@ print(repr(result.text), "| finish reason:", result.finish_reason)
 capture = capture_attention(lm, ids, n_decode=6, labels_of=labeller(tok))
 attention_figure(capture, layer=1, head=2)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Put together, prefill's triangle and the decode rows are exactly the triangle that one uncached forward
 # pass over all 18 tokens computes: decode fills in the matrix one row per step.
 
@@ -237,7 +237,7 @@ for i, layer_probs in enumerate(capture.probs):  # [n_h, N, N] per layer, NaN wh
 print(f"{len(capture.token_ids)} rows (12 prefill + 6 decode) = the uncached forward's attention, in all "
       f"{cfg.n_layers} layers")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The explorer shows every layer and head of the same capture; it opens on layer 1, head 2.
 
 # %%
@@ -245,7 +245,7 @@ explorer = AttentionExplorer(lm, prompt, n_decode=6)
 explorer.layer.value, explorer.head.value = 1, 2
 explorer
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.5 Stepping through the loop
 #
 # `tl.generation_steps` is the loop inside `generate`, paused after each token. `step_record` summarises a
@@ -258,19 +258,19 @@ print(f"{'step':>4}  {'phase':<8}{'token':<11}{'p':>6}  {'cache length':>12}")
 for r in records:
     print(f"{r.index:>4}  {r.phase:<8}{r.label:<11}{r.candidates[0][2]:>6.3f}  {r.cache_length:>12}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `step_figure` draws one step's candidates, the chosen one in red.
 
 # %%
 step_figure(records[1])
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same as a widget: press **next token** to run one step of the real loop.
 
 # %%
 StepThrough(lm, prompt, params)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.6 What a decode step costs
 #
 # Prefill handled 12 tokens in one call; a decode step handles one. But both read all the model's weights
@@ -286,7 +286,7 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
     tokens = c.length if c.phase == "prefill" else 1
     print(f"{name:<28}{tokens:>7}{c.flops / 1e9:>8.2f}{c.bytes / 1e6:>10.1f}{c.intensity:>11.1f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # A decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP: about one
 # FLOP for every two bytes. Prefill does the same weight reading for every token of the prompt at once.
 # That is why the seeds call prefill compute-bound and decode memory-bound; chapter 10 measures both on
@@ -311,9 +311,35 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
 # 3. 5.1 said decode needs no causal mask. Decode a batch of two prompts of different lengths (teachllm
 #    left-pads the shorter one) and look at the decode step's mask. Is it still all True?
 #
+# Work in the cells below; the check cell after exercise 2 tells you whether your length is right.
+
+# %% tags=["exercise"]
+# Exercise 1: one forward pass over the prompt and the 10 known tokens.
+
+# %% tags=["exercise"]
+# Exercise 2: put your answer in my_T, the first context length where attention costs at least as much
+# as the rest of the step.
+my_T = None
+
+# %% tags=["check"]
+# Check exercise 2 (run it after the cell above).
+if my_T:
+    def attention_wins(T):
+        f = tl.cost.decode_flops(cfg, T)
+        return f.attention >= f.linear
+
+    print("correct" if attention_wins(my_T) and not attention_wins(my_T - 1)
+          else "not yet: attention does not first catch up at that length")
+else:
+    print("set my_T in the cell above first")
+
+# %% tags=["exercise"]
+# Exercise 3: decode a batch of two prompts of different lengths and look at the mask.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1, part 1: yes. With the tokens known (teacher forcing, as in training), one forward pass over
 # prompt + continuation computes every row at once, and row S - 1 + i is decode step i's prediction
 # (chapter 4 showed that the logits agree too, within 5e-4).
@@ -322,7 +348,7 @@ parallel = lm.forward(ids + continuation[:-1])[0]  # [S + 9, V]: all rows in one
 assert parallel[S - 1:].argmax(-1).tolist() == continuation
 print(f"one parallel pass predicts all {len(continuation)} tokens the decode loop chose one by one")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1, part 2: in generation the tokens are not known. Token t + 1 is chosen from the logits of step
 # t, so it does not exist until step t has run. Try anyway: fill the 10 unknown places with a placeholder
 # (" the"), run one parallel pass, put its predictions in as the new inputs, and repeat until nothing
@@ -342,7 +368,7 @@ for n_pass in range(1, len(continuation) + 2):
 # Prefill is parallel because the whole prompt is given; decode is sequential because each input is the
 # previous step's output.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1, part 3: speculative decoding uses exactly this. A cheap draft model guesses a few tokens one
 # by one; the real model checks all of them in ONE parallel pass, like part 1, and keeps the guesses up to
 # the first one it disagrees with (plus its own token there). With greedy decoding the output is the same
@@ -353,7 +379,7 @@ assert spec.token_ids == generated
 print(f"same {len(spec.token_ids)} tokens; draft guesses accepted: {spec.accepted} of {spec.proposed}; "
       f"calls of the full model after prefill: {spec.target_calls} instead of {len(generated) - 1}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: per layer, attention costs 4·T·n_h·d FLOPs; everything else (projections, MLP, LM head) is
 # fixed. Here they meet at a few thousand tokens, inside the model's 8,192-token context: for long
 # conversations, decode spends most of its arithmetic on attention (and most of its reading on the cache).
@@ -366,7 +392,7 @@ while tl.cost.decode_flops(cfg, T).attention < tl.cost.decode_flops(cfg, T).line
     T += 1
 print(f"attention overtakes the rest at T = {T:,} tokens")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: no. The shorter prompt's row starts with padding slots, and its decode step must not read
 # them: the mask hides those slots. The causal part is gone (nothing lies in the future), the padding
 # part stays.

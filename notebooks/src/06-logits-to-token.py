@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 6 · From logits to a token
 #
 # **What you will see.** The model's last layer gives a *score* for each of the 49,152 entries in its
@@ -45,7 +45,7 @@ def top_tokens(logits, n=6):
     return ", ".join(f"{tok.token_text(int(i))!r} {float(p):.3f}" for p, i in zip(top.values, top.indices, strict=True))
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.1 Logits and probabilities
 #
 # The model's forward pass ends with the LM head: one score per vocabulary entry, for the position after
@@ -68,8 +68,22 @@ for name, logits in (("sure", sure), ("open", open_)):
     print(f"{name}: largest logits", [f"{tok.token_text(int(i))!r} {float(z):.2f}" for z, i in
                                       zip(top.values, top.indices, strict=True)])
 
-# %% [markdown]
-# Softmax turns them into probabilities that sum to 1. Adding the same number to every logit changes
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The generation-process seed illustrates softmax with four logits, [−1.2, 0.5, 2.3, −0.1, …], and four
+# probabilities, [0.01, 0.05, 0.30, 0.03, …]. Those numbers are illustrative, not the output of a model,
+# and the "…" matters: softmax over the four logits alone gives quite different probabilities. The seed's
+# numbers fit one normaliser, a vocabulary in which the tokens not listed hold most of the probability:
+
+# %%
+seed_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
+print("softmax of the four alone:", [round(p, 2) for p in seed_z.softmax(-1).tolist()])
+normaliser = math.exp(2.3) / 0.30  # Σ exp(z) over the whole vocabulary, if p(2.3) = 0.30
+print("with Σ exp(z) =", round(normaliser, 1), "for the whole vocabulary:",
+      [round(math.exp(z) / normaliser, 2) for z in seed_z.tolist()])
+print(f"the tokens behind the '…' then hold {1 - float(seed_z.exp().sum()) / normaliser:.0%} of the probability")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Back to the model's own logits. Softmax turns them into probabilities that sum to 1. Adding the same number to every logit changes
 # nothing, because softmax only sees differences:
 
 # %%
@@ -80,7 +94,7 @@ for name, logits in (("sure", sure), ("open", open_)):
 shifted = (open_ + 100.0).softmax(dim=-1)
 print("softmax(logits + 100) == softmax(logits):", torch.allclose(shifted, open_.softmax(dim=-1), atol=1e-6))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Entropy** (in bits) measures how spread out a distribution is: 0 bits when one token has all the
 # probability, log₂ 49,152 ≈ 15.6 bits when every token is equally likely. The "sure" prompt has about
 # 2 bits, the "open" one about 8.
@@ -99,7 +113,7 @@ for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
     assert token == int(logits.argmax())
     print(f"{name}: greedy picks {tok.token_text(token)!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.3 Temperature
 #
 # Temperature divides the logits by T before softmax: p_i ∝ exp(z_i / T).
@@ -119,11 +133,14 @@ for T in (0.1, 0.3, 0.5, 0.7, 1.0, 1.3, 2.0, 5.0, 100.0):
     scaled = sampling.apply_temperature(open_, T)  # logits / T
     print(f"{T:>6} {viz.data.entropy_bits(scaled):>8.3f}  {top_tokens(scaled, 4)}")
 print(f"uniform over all {tok.vocab_size:,} tokens: {math.log2(tok.vocab_size):.3f} bits")
+gap = math.log2(tok.vocab_size) - viz.data.entropy_bits(sampling.apply_temperature(open_, 100.0))
+print(f"at T = 100 the entropy is {gap:.4f} bits below uniform")
+assert gap < 0.002
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The two ends are the lecture's limits. As T → 0, all the probability moves to the argmax and sampling
 # becomes greedy decoding. As T → ∞, every logit divided by T goes to 0 and the distribution becomes
-# uniform. At T = 100 the entropy is within 0.001 bits of uniform: every token has about the same chance.
+# uniform. At T = 100 the entropy is only 0.0012 bits below uniform: every token has about the same chance.
 #
 # Entropy against temperature, for both prompts:
 
@@ -142,7 +159,7 @@ for (low, high), color, task in (((0.1, 0.5), "#9ecae1", "QA, summaries"), ((0.7
     fig.add_annotation(x=round(math.log10(low), 4), y=17.5, text=task, showarrow=False, xanchor="left")  # log axis
 fig
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same temperature does different things to the two prompts. At T = 0.5 the "sure" prompt is almost
 # greedy (0.08 bits), while the "open" one still spreads over several tokens (3.9 bits).
 #
@@ -161,7 +178,7 @@ for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_
     print(f"{label:<18} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}"
           f"   odds = {float(p[a] / p[b]):.3f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Top-k raises both probabilities but keeps their odds (1.18). T = 0.5 squares them (1.18² ≈ 1.39).
 #
 # ## 6.4 Top-k sampling
@@ -181,8 +198,9 @@ show(seed_probs.masked_fill(after == 0, 0), names, 2)
 print("normalised:", end="")
 show(after, names, 2)
 assert torch.allclose(after, torch.tensor([0.47, 0.35, 0.18, 0.0, 0.0]), atol=0.005)
+print(f"kept mass {float(seed_probs[:3].sum()):.2f}; 0.40 / {float(seed_probs[:3].sum()):.2f} = {0.40 / float(seed_probs[:3].sum()):.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Each survivor is divided by the mass that is kept, 0.40 + 0.30 + 0.15 = 0.85, so 0.40 becomes 0.47.
 #
 # The lecture's example is a Chinese prompt, 南京大学计算机学院的课程有 ("the courses of Nanjing University's
@@ -204,7 +222,7 @@ for i in draws.tolist()[:4]:
     print("南京大学计算机学院的课程有" + course_words[i])
 print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolist()}))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
 #
 # Two details from transformers' `TopKLogitsWarper`, which teachllm follows: k counts logits, and every
@@ -214,7 +232,7 @@ print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolis
 tied = torch.tensor([0.40, 0.20, 0.15, 0.15, 0.10]).log()
 print("k = 3 with a tie at the boundary keeps", int(sampling.apply_top_k(tied, 3).isfinite().sum()), "tokens")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The weakness of top-k is that k is fixed. On the live logits, the same k keeps most of the probability
 # after the "sure" prompt and only a small part of it after the "open" one:
 
@@ -225,9 +243,9 @@ for name, logits in (("sure", sure), ("open", open_)):
         kept = sampling.apply_top_k(logits, k).isfinite()  # [V] True where the token survives
         print(f"{name}: top-{k:<3} keeps {float(probs[kept].sum()):.3f} of the probability")
 
-# %% [markdown]
-# After the "sure" prompt, three tokens already hold 85% of the probability, and k = 50 lets in 47 more that
-# the model gives about 1% or less each. After the "open" prompt, even 50 tokens hold only 60%, and k = 3
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# After the "sure" prompt, three tokens already hold 85% of the probability, and k = 50 lets in dozens more
+# that the model gives about 1% or less each. After the "open" prompt, even 50 tokens hold only 60%, and k = 3
 # keeps 16%: it throws away most of the words that fit.
 #
 # ## 6.5 Top-p (nucleus) sampling
@@ -246,7 +264,7 @@ print(f"top-p 0.9 keeps {int(kept.sum())} tokens holding {float(seed_probs[kept]
 print("normalised: ", end="")
 show(after, names, 3)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # After three tokens the cumulative probability is 0.85, not yet 0.9. The fourth token crosses 0.9 and is
 # **kept**, so the nucleus holds 0.95. transformers writes the rule the other way round, and teachllm
 # follows it: sort the tokens from least to most likely, and remove those whose cumulative sum is ≤ 1 − p.
@@ -259,7 +277,7 @@ print("p = 0.6 keeps", sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tol
 for p in (0.3, 0.5, 0.75, 0.9, 0.96):
     print(f"seed example, p = {p:<4}: {int(sampling.apply_top_p(seed_logits, p).isfinite().sum())} tokens kept")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # On the live logits, the same p keeps a handful of tokens after the "sure" prompt and hundreds after the
 # "open" one:
 
@@ -269,7 +287,7 @@ for p in (0.5, 0.9, 0.95):
     n_open = int(sampling.apply_top_p(open_, p).isfinite().sum())
     print(f"top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Top-p sees the distribution *after* temperature, so the two are coupled. The lecture's advice is to fix
 # one and then tune the other, otherwise it is hard to tell which setting caused a change. With top-p 0.9
 # on the "open" prompt:
@@ -279,7 +297,7 @@ for T in (0.5, 1.0, 1.5):
     n = int(sampling.apply_top_p(sampling.apply_temperature(open_, T), 0.9).isfinite().sum())
     print(f"T = {T}: top-p 0.9 keeps {n:>5} tokens")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.6 Min-p
 #
 # Min-p removes every token whose probability is less than min_p times the top token's probability:
@@ -292,7 +310,7 @@ for name, logits in (("sure", sure), ("open", open_)):
     n = int(sampling.apply_min_p(logits, 0.1).isfinite().sum())
     print(f"{name}: top token p = {top_p_:.3f}, min-p 0.1 keeps tokens with p ≥ {0.1 * top_p_:.4f}: {n} tokens")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.7 Several rules at once, and their order
 #
 # Engines apply the rules one after another, each to the output of the previous one. In transformers,
@@ -313,7 +331,7 @@ hf_processors = hf_tiny._get_logits_processor(generation_config=GenerationConfig
                                               input_ids_seq_length=len(open_ids))
 print(" → ".join(type(p).__name__ for p in hf_processors))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # teachllm's `process_logits` applies the same rules in the same order. On the live logits it gives the same
 # result as transformers' own list:
 
@@ -324,7 +342,7 @@ assert torch.equal(hf_out.isfinite(), ours.isfinite())
 assert torch.allclose(hf_out[ours.isfinite()], ours[ours.isfinite()], atol=1e-5)
 print(f"same {int(ours.isfinite().sum())} surviving tokens, same logits: {top_tokens(ours, 5)}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # **Top-k and top-p together** (the lecture's "top-k + top-p sampling"). transformers applies top-k first,
 # and top-p then works on the renormalised survivors. The other order can give a different result. On the
 # seed's distribution with k = 3 and p = 0.8:
@@ -337,17 +355,19 @@ show(k_then_p, names)
 print("top-p, then top-k:               ", end=" ")
 show(p_then_k, names)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # After top-3 the probabilities are [.47, .35, .18], and the first two already reach 0.8. On the original
 # distribution 0.8 needs three tokens.
 #
-# **Min-p: transformers and vLLM disagree.** vLLM applies temperature → min-p → top-k → top-p, so min-p
-# comes *before* top-k and top-p. teachllm follows transformers in `process_logits`. To get vLLM's order we
-# call the same functions in vLLM's order:
+# **Min-p: transformers and vLLM disagree.** vLLM's V1 engine (`vllm/v1/sample/sampler.py`, the default
+# engine since vLLM 0.8) applies temperature → min-p → top-k → top-p, so min-p comes *before* top-k and
+# top-p. (The older V0 sampler, `vllm/model_executor/layers/sampler.py`, ran top-k and top-p first and
+# min-p last, as transformers does: the order below is V1's.) teachllm follows transformers in
+# `process_logits`. To get vLLM V1's order we call the same functions in that order:
 
 # %%
 def vllm_order(logits, p: tl.SamplingParams):
-    """vLLM's sampler order for the filters: /T → min-p → top-k → top-p (teachllm's functions)."""
+    """vLLM V1's sampler order for the filters: /T → min-p → top-k → top-p (teachllm's functions)."""
     out = sampling.apply_temperature(logits, p.temperature)
     out = sampling.apply_min_p(out, p.min_p)
     out = sampling.apply_top_k(out, p.top_k)
@@ -360,8 +380,11 @@ print("transformers: top-p 0.8, then min-p 0.3:", end=" ")
 show(hf_order, names)
 print("vLLM:         min-p 0.3, then top-p 0.8:", end=" ")
 show(vllm_order(seed_logits, params).softmax(dim=-1), names)
+after_top_p = sampling.apply_top_p(seed_logits, 0.8).softmax(dim=-1)  # what min-p sees in transformers
+print(f"min-p thresholds: transformers 0.3 × {float(after_top_p.max()):.2f} = {0.3 * float(after_top_p.max()):.2f}, "
+      f"vLLM 0.3 × {float(seed_probs.max()):.2f} = {0.3 * float(seed_probs.max()):.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # In transformers, top-p 0.8 keeps A, B and C (cumulative .40, .70, .85). Min-p 0.3 then asks for
 # p ≥ 0.3 × 0.47 = 0.14 among the renormalised [.47, .35, .18], and all three pass. In vLLM, min-p comes
 # first: its threshold 0.3 × 0.40 = 0.12 removes D and E. Top-p 0.8 then meets the renormalised
@@ -375,7 +398,7 @@ for name, logits in (("sure", sure), ("open", open_)):
     n_vllm = int(vllm_order(logits, params).isfinite().sum())
     print(f"{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.8 The presets: one setting per task
 #
 # The seed's table of parameter combinations, with the value `teachllm.viz.PRESETS` picks inside each range:
@@ -406,12 +429,37 @@ for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
     out = lm.generate(q_ids, params)
     print(f"{name:<11}{d.n_kept:>8,}{d.entropy_after:>6.2f}  {out.text!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `code` sets no filter, so all 49,152 tokens survive. At T = 0.2, though, nearly all the probability sits
 # on one token (0.00 bits), and yet within 16 steps the text leaves the greedy path. `factual QA` cuts the
 # first step down to one token. From there down the table, more tokens survive each row and the text grows
 # more varied. `brainstorm` has nearly 5 bits at the first step and soon stops making sense. A sampled text
 # depends on the seed: change it and run again.
+#
+# **Two seeds, two ranges for brainstorming.** The table above (the generation-process seed) puts
+# brainstorming at T = 1.5–2.0; the lecture (quoted in 6.3) puts creative writing and brainstorming together at
+# T = 0.7–1.3. Which one suits this model? One way to ask it: sample a brainstorm at several temperatures
+# (top-p 0.98 and top-k 100, as in the table) and score each text with the model itself, by the mean
+# log-probability it gives the sampled tokens at T = 1 (in nats per token; the higher, the more the text
+# is one the model itself would write).
+
+# %%
+idea_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Give me ideas for a science fair."}]))
+print(f"{'T':>4}{'mean log p':>11}  text (seed 0, 24 tokens)")
+brainstorm_scores = {}
+for T in (0.7, 1.0, 1.3, 1.5, 2.0):
+    out = lm.generate(idea_ids, tl.SamplingParams(temperature=T, top_p=0.98, top_k=100, seed=0, max_tokens=24))
+    logp = lm.forward(idea_ids + out.token_ids)[0, len(idea_ids) - 1:-1].log_softmax(-1)  # [n, V] at T = 1
+    brainstorm_scores[T] = float(logp.gather(-1, torch.tensor(out.token_ids)[:, None]).mean())
+    print(f"{T:>4}{brainstorm_scores[T]:>11.2f}  {out.text!r}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The score falls with every step up in temperature: −0.99 nats per token at T = 0.7, −2.16 at 1.0,
+# −2.85 at 1.3, −4.92 at 2.0. Read the texts too: at 1.3 and 1.5 the model already invents a material
+# ("smolyum"), and at 2.0 the sentence drifts away from the question. For a 135M model, the lecture's
+# range is the one it supports, and its lower half at that; the table's 1.5–2.0 assumes a larger model,
+# whose distributions are sharper to begin with, so the same temperature flattens them less. Change the
+# seed and run again to see how much of this is the seed.
 #
 # ## 6.9 Explore
 #
@@ -424,7 +472,7 @@ labels_of = viz.labeller(tok)  # ids → readable token labels
 d = viz.distribution(q_logits, tl.SamplingParams(**viz.PRESETS["chat"]), q_ids, labels_of=labels_of)
 viz.distribution_figure(d)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Then the explorer. It runs the model once and, when a slider moves, reruns `process_logits` on the same
 # logits. Pick a preset, move temperature, top-k, top-p and min-p, and press *sample* to draw a token with
 # the seed shown.
@@ -432,7 +480,7 @@ viz.distribution_figure(d)
 # %%
 viz.DistributionExplorer(lm, question)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - The model gives logits, and softmax turns them into probabilities. A decoding strategy then picks one
 #   token.
@@ -443,8 +491,8 @@ viz.DistributionExplorer(lm, question)
 #   keeps the smallest set that reaches p, and the token that crosses p stays (p = 0.9 keeps four tokens,
 #   0.95 of the mass). Min-p keeps tokens within a factor of the best one. Top-p and min-p adapt to how
 #   sure the model is; top-k does not.
-# - Order matters. transformers runs temperature → top-k → top-p → min-p; vLLM runs min-p before top-k
-#   and top-p.
+# - Order matters. transformers runs temperature → top-k → top-p → min-p; vLLM (V1 engine, the default
+#   since 0.8) runs min-p before top-k and top-p.
 #
 # ## Exercises
 # 1. (Seed exercise 2.) Is `temperature = 0` the same as greedy decoding? Try dividing the logits by 0. Then
@@ -455,9 +503,21 @@ viz.DistributionExplorer(lm, question)
 # 3. Section 6.7 showed that min-p gives different results before and after top-p. Is the same true for
 #    min-p and top-k? Check many settings on the live logits and explain what you find.
 #
+# Work in the cells below.
+
+# %% tags=["exercise"]
+# Exercise 1: temperature 0, and sampling at T = 0.5, 0.1, 0.01.
+
+# %% tags=["exercise"]
+# Exercise 2: does temperature change which tokens top-k keeps? Which tokens top-p keeps?
+
+# %% tags=["exercise"]
+# Exercise 3: min-p before and after top-k, on many settings.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1, part 1: logits / 0 is not a distribution. Positive logits become +inf, negative ones -inf,
 # and softmax of several +inf is inf - inf = NaN. teachllm refuses T = 0 in apply_temperature; like vLLM
 # (T < 1e-5), SamplingParams treats it as greedy.
@@ -471,7 +531,7 @@ except ValueError as error:
 print("SamplingParams(temperature=0).greedy =", tl.SamplingParams(temperature=0).greedy,
       f"| T = 1e-6 is greedy too: {tl.SamplingParams(temperature=1e-6).greedy} (threshold {sampling.GREEDY_BELOW})")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1, part 2: as T → 0, sampling concentrates on the argmax. 500 draws from the "open" prompt at
 # each temperature, with teachllm's sampler:
 greedy_token = int(open_.argmax())
@@ -483,7 +543,7 @@ for T in (0.5, 0.1, 0.01):
     print(f"T = {T:<4}: {share:6.1%} of draws are the greedy token {tok.token_text(greedy_token)!r}, "
           f"{draws.unique().numel()} different tokens drawn")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1, part 3: a tie. argmax always returns the first of two equal logits; sampling at any T > 0,
 # however small, splits between them. So "T → 0" and "greedy" differ exactly when the top is tied.
 tie = torch.tensor([3.0, 3.0, 1.0])
@@ -492,7 +552,7 @@ draws = sampling.sample(sampling.process_logits(tie, params, [], [])[None].expan
                         torch.Generator().manual_seed(0))
 print("greedy:", int(tie.argmax()), "| T = 0.01, 1,000 draws:", torch.bincount(draws, minlength=3).tolist())
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1, part 4: transformers refuses. With do_sample=True it builds a TemperatureLogitsWarper, and
 # that rejects 0 and points to greedy decoding (do_sample=False).
 try:
@@ -500,7 +560,7 @@ try:
 except ValueError as error:
     print("transformers:", error)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: top-k keeps the same tokens at every temperature (dividing by T > 0 keeps the order of the
 # logits). Top-p does not: it looks at probabilities, and temperature changes them.
 for T in (0.5, 1.0, 2.0):
@@ -509,7 +569,7 @@ for T in (0.5, 1.0, 2.0):
     n_p = int(sampling.apply_top_p(scaled, 0.9).isfinite().sum())
     print(f"T = {T}: top-k 40 keeps the same 40 tokens as at T = 1: {same_k};  top-p 0.9 keeps {n_p} tokens")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: min-p and top-k commute. Both keep a token by a test that renormalising cannot change: its
 # rank (top-k) and its ratio to the best token, p_i / p_max (min-p). So either order keeps the tokens that
 # pass both. Top-p looks at cumulative mass, which renormalising does change, so min-p and top-p do not

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 7 · Penalties
 #
 # **What you will see.** Greedy decoding on a small model falls into a loop — the same two tokens over and
@@ -16,11 +16,14 @@
 # %%
 from collections import Counter
 
+import plotly.io as pio
 import torch
 
 import teachllm as tl
 from teachllm.sampling import apply_no_repeat_ngram, apply_presence_frequency_penalty, apply_repetition_penalty
+from teachllm.viz import labeller, penalty_stages, penalty_stages_figure
 
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
@@ -38,7 +41,7 @@ def show_top(logits, k=5):
     return "  ".join(f"{tok.token_text(int(i))!r}:{float(v):.2f}" for v, i in zip(top.values, top.indices, strict=True))
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7.1 A model that repeats itself
 #
 # A plain-text prompt (no chat template: the model simply continues the text) that asks for a list.
@@ -57,7 +60,7 @@ loop_ids = [token for token, _ in chosen_p]
 print(repr(tok.decode(loop_ids)))
 print("repeated 3-grams in the output:", repeated_trigrams(loop_ids))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The model is stuck: `dog, cat,` forever. Worse, each repetition makes the next one more likely. Here is
 # the probability the model gave ` dog` and ` cat` each time it chose them:
 
@@ -66,7 +69,7 @@ for word in (" dog", " cat"):
     ps = [p for token, p in chosen_p if tok.token_text(token) == word]
     print(f"p({word!r}) each time it was chosen: " + " ".join(f"{p:.2f}" for p in ps))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ` dog` went from 0.22 to 0.66 in six uses: the text in the context window is the strongest evidence the
 # model has, and a pattern that has occurred several times looks like a pattern that will go on. Greedy decoding always
 # takes the top token, so once the loop leads, it never lets go. Sampling with a temperature only makes the
@@ -92,7 +95,7 @@ logits = lm.forward(history)[0, -1]  # [V]: next-token logits, no cache
 print(repr(tok.decode(loop_ids[:k])), "->", repr(tok.token_text(loop_ids[k])))
 print("top 5 logits:", show_top(logits))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7.2 Repetition penalty (prompt + output)
 #
 # For every distinct token already in the sequence — the prompt included — the logit is divided by *r*
@@ -103,18 +106,18 @@ print("top 5 logits:", show_top(logits))
 r = 1.2
 seen = sorted(set(history))  # each seen token is penalised once, however often it occurred
 by_hand = logits.clone()
-print(f"{'token':<12}{'logit':>8}{'after':>8}")
+print(f"{'token':<12}{'logit':>8}{'after':>8}{'loss':>8}")
 for j in seen:
     before = float(logits[j])
     by_hand[j] = logits[j] / r if logits[j] > 0 else logits[j] * r
-    print(f"{tok.token_text(j)!r:<12}{before:>8.2f}{float(by_hand[j]):>8.2f}")
+    print(f"{tok.token_text(j)!r:<12}{before:>8.2f}{float(by_hand[j]):>8.2f}{before - float(by_hand[j]):>8.2f}")
 assert torch.equal(by_hand, apply_repetition_penalty(logits, history, r))  # teachllm agrees
 print("top 5 after:", show_top(by_hand))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ` dog` and ` cat` lose about 3.4 each and land among ` fox`, ` sheep` and ` deer`, which were never
 # seen. ` dog` still leads by a hair — after six rounds the loop is strong — but its probability falls
-# from 0.45 to 0.05 (section 7.5). Because the penalty *divides*, a large logit loses more than a small
+# sharply (section 7.5 measures it). Because the penalty *divides*, a large logit loses more than a small
 # one: the comma loses 1.6, ` dog` 3.5. The tokens of the prompt (`List`, ` animals`, `:`) are penalised too.
 #
 # With the penalty on from the first token, the loop never gets going. Whole generations, at the lecture's
@@ -127,7 +130,7 @@ for r in (1.05, 1.2):
     results[f"repetition_penalty={r}"] = out.token_ids
     print(f"r = {r}: {out.text!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Even 1.05 breaks the two-token loop: the very first token is no longer ` dog`, because ` dog` is in the
 # prompt. At 1.2 the comma itself — seen in the prompt, needed between every two animals — is
 # penalised hard enough that the model leaves the list format. The penalty cannot tell wanted
@@ -151,7 +154,7 @@ for j, c in sorted(counts.items()):
 torch.testing.assert_close(by_hand, apply_presence_frequency_penalty(logits, output_so_far, presence, frequency))
 print("top 5 after:", show_top(by_hand))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token:
 # subtracting half a logit hardly matters when logits are around 20. The comma, used six times, loses 3.5.
 #
@@ -165,7 +168,7 @@ for name in ("presence_penalty", "frequency_penalty"):
         results[f"{name}={value}"] = out.token_ids
         print(f"{name} = {value}: {out.text!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Three things to see:
 # - All four outputs begin with `dog, cat,` again: the prompt is not counted, so the first repetition of
 #   the prompt is free. The repetition penalty (7.2) stopped it at once.
@@ -195,7 +198,7 @@ for n in (3, 4):
     results[f"no_repeat_ngram_size={n}"] = out.token_ids
     print(f"n = {n}: {out.text!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # With *n* = 3 the ban works — no 3-gram repeats — but the model, still wanting its loop, finds the nearest
 # allowed variants (`dog, dog (cat), cat, cat (dog)`). With *n* = 4 it leaves the list altogether. A hard ban
 # removes exact copies, not the urge to repeat.
@@ -217,19 +220,33 @@ for name, row in rules.items():
     p = torch.softmax(row, -1)[dog]
     print(f"{name:<30}{float(row[dog]):>10.2f}{float(p):>8.3f}  {tok.token_text(int(row.argmax()))!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # - **Soft** (repetition, presence, frequency): ` dog` keeps a finite logit. If the context makes it
 #   likely enough, it can still win — right for a word that must repeat, such as a name or `the`.
 # - **Hard** (no-repeat n-gram): ` dog` gets probability 0, however sure the model is. Exact, but blind:
 #   it also forbids repetitions that are correct (exercise 2).
 #
+# The same step as a picture: the leading tokens' logits before any penalty (grey) and after each one in
+# turn, in the order the pipeline applies them (`tl.sampling.apply_penalties`): repetition 1.2, then
+# presence 0.5 + frequency 0.5, then the no-repeat 3-gram ban. Each colour starts from the one before it;
+# a token with no bar in the last colour is banned (−∞).
+
+# %%
+all_penalties = tl.SamplingParams(repetition_penalty=1.2, presence_penalty=0.5, frequency_penalty=0.5,
+                                  no_repeat_ngram_size=3)
+stages = penalty_stages(logits, all_penalties, prompt_ids, output_so_far, labeller(tok), top_n=6)
+for name, values in stages.stages:
+    print(f"{name:<32}" + "  ".join(f"{label}:{v:.2f}" for label, v in zip(stages.labels[:4], values, strict=False)))
+penalty_stages_figure(stages)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # How much each run repeated itself, counted as 3-grams of output tokens seen earlier in the output:
 
 # %%
 for name, ids in results.items():
     print(f"{name:<26} repeated 3-grams: {repeated_trigrams(ids):>2}   {tok.decode(ids)[:60]!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7.6 Length penalty belongs to beam search
 #
 # The lecture's list ends with the length penalty. It does not change logits at all: it changes how beam
@@ -246,6 +263,22 @@ for name, ids in results.items():
 # | creative writing, poetry | a lower repetition penalty; presence penalty 0.3 for varied topics |
 # | long conversations | `no_repeat_ngram_size` 3–4, then raise the repetition penalty if needed |
 # | translation with beam search | `length_penalty` between 0.6 and 1.0 to tune sentence length |
+#
+# The first two rows on our looping prompt, greedy so that only the penalties differ (24 tokens each):
+
+# %%
+tips = {"no penalty": {}, "QA / code: repetition 1.05 + frequency 0.5": dict(repetition_penalty=1.05,
+                                                                             frequency_penalty=0.5),
+        "creative: presence 0.3": dict(presence_penalty=0.3)}
+for name, penalties in tips.items():
+    out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **penalties))
+    print(f"{name:<44} repeated 3-grams: {repeated_trigrams(out.token_ids):>2}   {out.text[:60]!r}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The lecture's starting point for question answering and code breaks the loop of the greedy list.
+# Presence 0.3 leaves it exactly as it was: it takes a flat 0.3 off the logit of every token already
+# used, too little to change which token is largest here. It is meant for sampled creative text, where
+# small shifts in probability change which topics get drawn, not for breaking a greedy loop.
 #
 # **Order of tuning**: temperature → top-k / top-p → penalties → the remaining limits (stop words,
 # `max_tokens`). Change one knob at a time; temperature and the filters interact, and so do the penalties.
@@ -277,7 +310,7 @@ for name, ids in results.items():
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: presence breaks the loop between 1.0 and 1.5 and the list goes on: it costs the comma (needed
 # after every animal) the same whatever the count. Frequency charges the comma again after every animal,
 # so the loop breaks, but so does the list.
@@ -288,7 +321,7 @@ for name in ("presence_penalty", "frequency_penalty"):
             ids = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **{name: value})).token_ids
         print(f"{name} = {value}: repeated 3-grams {repeated_trigrams(ids):>2}  {tok.decode(ids)!r}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: every line starts with the tokens '\n', '2', ' x'. The 2-gram ban sees that '\n' '2' is
 # already in the prompt, so no new line may start with '2': the table cannot go on. The repetition penalty
 # lowers every digit and symbol already seen, and the model drops the format. Both damage a text in which
@@ -298,7 +331,7 @@ for settings in ({}, {"no_repeat_ngram_size": 2}, {"repetition_penalty": 1.3}):
     out = lm.generate(table, tl.SamplingParams(temperature=0, max_tokens=12, **settings))
     print(f"{settings or 'no penalty'}: {out.text!r}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: dividing a negative logit by r > 1 moves it towards 0, i.e. *up*: the "penalised" token would
 # become more likely. Multiplying moves it down. (On this model the tokens already seen nearly always have
 # positive logits, so the negative branch is rare; here we borrow the lowest logit of the vocabulary.)

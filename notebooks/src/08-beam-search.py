@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 8 · Beam search
 #
 # **What you will see.** The third decoding strategy of the lecture, next to greedy decoding and sampling:
@@ -15,10 +15,15 @@
 # - What beam search is good for, and what it costs.
 
 # %%
+import math
+
+import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm.viz import beam_tree, beam_tree_figure, labeller
 
+pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
@@ -31,7 +36,7 @@ def token_logprobs(prompt_ids, output_ids):
     return [float(logp[start + i, t]) for i, t in enumerate(output_ids)]
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 8.1 Three ways to decode
 #
 # The model gives a probability for the next token; the probability of a whole continuation
@@ -60,10 +65,12 @@ for name, params in strategies.items():
     outputs[name] = lm.generate(prompt_ids, params).token_ids
     print(f"{name:<24} total log p = {sum(token_logprobs(prompt_ids, outputs[name])):8.3f}   "
           f"{tok.decode(outputs[name])!r}")
+gap = sum(token_logprobs(prompt_ids, outputs["beam search (k=3)"])) - sum(token_logprobs(prompt_ids, outputs["greedy"]))
+print(f"beam ÷ greedy probability: e^{gap:.2f} = {math.exp(gap):.1f}×")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Greedy decoding and beam search both start with ` Paris.`, then part ways; beam search's continuation is
-# more probable as a whole (−7.2 against −8.5: about 3.5 times as likely), and the sample is far less
+# more probable as a whole (−7.2 against −8.5: the ratio printed above), and the sample is far less
 # probable than either. Section 8.3 looks at where greedy lost. First, the beams themselves.
 #
 # ## 8.2 Watching the beams
@@ -84,7 +91,7 @@ for step in steps:
     for hyp in step.finished:
         print(f"   finished  {hyp.score:8.3f}  {tok.decode(hyp.token_ids)!r}  (sum / length)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Read it top down:
 # - After step 1 the three beams are ` Paris`, ` the` and ` London`: greedy decoding would have kept only
 #   the first.
@@ -103,7 +110,19 @@ for step in steps[:-1]:
     assert abs(by_hand - beam.score) < 1e-3, (by_hand, beam.score)
 print("every best beam's score = the sum of its tokens' log-probabilities")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The same steps as a tree (`beam_tree_figure`): one column per generated token, one node for every beam
+# that was kept at that length, best on top. The red path is the best finished hypothesis, the one
+# `generate` returns; grey branches were kept for a while and then dropped. Hover over a node for its score.
+
+# %%
+tree = beam_tree(steps, labeller(tok))
+best = [n for n in tree if n.kept_to_end]
+print(f"{len(tree)} nodes; the best path: {tok.decode(list(best[-1].ids))!r}")
+assert list(best[-1].ids) == lm.generate(prompt_ids, params).token_ids
+beam_tree_figure(tree)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 8.3 Beam search against greedy, token by token
 #
 # Where does greedy decoding lose? Compare the log-probability of each token on the two paths:
@@ -118,7 +137,7 @@ for i in range(len(greedy_ids)):
 print(f"{'sum':>3} {'':<18}{sum(greedy_lp):>7.3f}   {'':<18}{sum(beam_lp):>7.3f}")
 assert sum(beam_lp) > sum(greedy_lp)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Greedy takes `'\n'` at step 3 because it is the best token *there* (−1.01 against −2.44 for ` The`). But
 # after a blank line the model has to guess what comes next (`The` −1.94, ` answer` −3.21), while after
 # ` The` the sentence almost writes itself (` capital` −0.86, ` of` −0.24). Beam search kept ` The` alive
@@ -154,7 +173,7 @@ for lp in (0.0, 1.0, 2.0):
         print(f"   score {hyp.score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   "
               f"{tok.decode(hyp.token_ids, skip_special_tokens=True)!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The winner changes: with lp = 0 and 1 it is the eight-token `The capital of France is Paris.`; with lp = 2
 # it is a fifteen-token sentence whose sum is three times lower. Score every finished hypothesis we met under
 # each length penalty, and the ranking flips:
@@ -170,7 +189,7 @@ winners = [tok.decode(list(max(finished, key=lambda ids: finished[ids] / len(ids
 for lp, text in zip(lps, winners, strict=True):
     print(f"best at lp = {lp}: {text!r}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The lecture's tip for translation — `length_penalty` between 0.6 and 1.0 — sits between "shortest wins"
 # and "longest wins": tune it until sentence lengths look right, on your own data.
 #
@@ -185,7 +204,7 @@ for lp, text in zip(lps, winners, strict=True):
 assert outputs["beam search (k=3)"] == steps[-1].finished[0].token_ids  # 8.1's generate = 8.2's best hypothesis
 print(repr(tok.decode(outputs["beam search (k=3)"])))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Beam search is deterministic, so sampling parameters make no sense with it, and teachllm refuses them:
 
 # %%
@@ -194,7 +213,7 @@ try:
 except ValueError as error:
     print(error)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What it costs and when to use it:
 # - *k* beams = a decode batch of *k* rows every step, and *k* copies of the KV cache (reordered when
 #   beams swap parents).
@@ -222,7 +241,7 @@ except ValueError as error:
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: k = 1 keeps only the best candidate each step, which is greedy decoding. Wider beams look at
 # more paths and here find ever more probable continuations (this is usual, but not guaranteed).
 one_beam = list(tl.beam_search_steps(lm, prompt_ids, tl.SamplingParams(num_beams=1, max_tokens=8)))[-1]
@@ -234,7 +253,7 @@ for k in (2, 5):
 for k, ids in sorted(by_width.items()):
     print(f"k = {k}             total log p = {sum(token_logprobs(prompt_ids, ids)):8.3f}   {tok.decode(ids)!r}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: no. Here greedy's answer has the better average log-probability, but beam search dropped
 # the greedy path at step 7, when four other beams had higher sums, and never saw it again. Beam search
 # prunes: it is a heuristic, not an exact search. And both texts repeat themselves (chapter 7).

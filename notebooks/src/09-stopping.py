@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 9 · Stopping
 #
 # **What you will see.** The decode loop runs until a stop rule fires. We go through every rule a serving
@@ -35,7 +35,7 @@ def report(out):
     print(f"finish_reason : {out.finish_reason!r}   stop_reason: {out.stop_reason!r}")
 
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9.1 The stop rules
 #
 # The seed sketches the check that runs after every generated token:
@@ -73,7 +73,7 @@ for name in ("max_tokens", "stop", "stop_token_ids", "include_stop_str_in_output
     print(f"{name:<28} {getattr(defaults, name)!r}")
 print("this model's EOS ids:", lm.config.eos_token_ids, tok.pieces(list(lm.config.eos_token_ids)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9.2 End of sequence
 #
 # An instruct model ends its answer by generating the token that closes its turn: `<|im_end|>`, id 2.
@@ -85,7 +85,7 @@ greedy = tl.SamplingParams(temperature=0, max_tokens=32)
 answer = lm.generate(question, greedy)
 report(answer)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9.3 `max_tokens`: finish reason "length"
 #
 # The same question with room for only five tokens. The answer is cut off mid-sentence; a client should
@@ -94,7 +94,7 @@ report(answer)
 # %%
 report(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=5)))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9.4 `stop_token_ids`
 #
 # A stop id ends generation like EOS does, but `stop_reason` names it. Real uses: a model whose chat turns end
@@ -111,7 +111,7 @@ kept = lm.generate(paris, tl.SamplingParams(temperature=0, max_tokens=32, stop_t
                                             include_stop_str_in_output=True))
 print("with include_stop_str_in_output:", repr(kept.text))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The id that stopped generation stays in `token_ids` (it says *why* generation ended), but its text is
 # left out of `text`, as vLLM does, unless `include_stop_str_in_output=True`.
 #
@@ -136,7 +136,7 @@ for include in (False, True):
     report(out)
 assert out.token_ids == answer.token_ids[: i + 2]  # it ran until the token that completed the stop string
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Generation ran until ` is`, the token that completed the string; the text is then cut where the stop
 # string *begins* — in the middle of ` France` — or after it with `include_stop_str_in_output=True`.
 #
@@ -148,7 +148,7 @@ assert out.token_ids == answer.token_ids[: i + 2]  # it ran until the token that
 print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32, stop=[stop]))))
 print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32))))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The seed's `check_stop_condition` finds the string but returns the text uncut, and it decodes the whole
 # output again after every token. An engine cuts the text, keeps the tokens, and only searches near the end.
 #
@@ -162,7 +162,7 @@ out = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=20, igno
 report(out)
 print("pieces:", tok.pieces(out.token_ids))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The text shows `system` and `user` because the special tokens around them are skipped. No one wants
 # this as an answer: `ignore_eos` is for **benchmarks**, where every request must produce exactly
 # `max_tokens` tokens so that runs can be compared (chapters 10 and 11).
@@ -184,7 +184,7 @@ for step in tl.generation_steps(lm, [question], params):
 seq = step.sequences[0]
 print(repr(seq.text), "| finish reason:", seq.finish_reason)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # At step 8 the model gives EOS probability 0.77 — it wants to stop after `Paris.` — but EOS is masked, so
 # it takes the next best token, ` It`, and starts a new sentence. Once that sentence is under way EOS is
 # unlikely again, and the answer runs to `max_tokens`. transformers calls the same rule `min_new_tokens`;
@@ -204,7 +204,7 @@ naive = [tok.token_text(t) for t in out.token_ids]
 print("token by token :", naive)
 print("joined         :", "".join(naive))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # `lm.stream` decodes everything generated so far after each token and releases text only up to the last
 # complete character; a `'�'` at the end means "bytes still missing", so that part waits for the next
 # token:
@@ -216,7 +216,7 @@ assert "".join(pieces) == out.text
 assert not any("\ufffd" in piece for piece in pieces)  # never half a character
 print("full text      :", out.text)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same holds back-and-release logic serves both problems of this chapter: an unfinished character and a
 # stop string that might be starting are both held until the next token settles them.
 #
@@ -236,16 +236,37 @@ print("full text      :", out.text)
 # 2. Set `min_tokens` equal to `max_tokens` (10) for the France question. Predict the finish reason and
 #    whether id 2 appears in the output, then check.
 #
+# Work in the cells below; the check cell after exercise 2 compares your prediction with a run.
+
+# %% tags=["exercise"]
+# Exercise 1: ignore_eos=True with stop=["<|im_end|>"], then with stop_token_ids=[2].
+
+# %% tags=["exercise"]
+# Exercise 2: your prediction for min_tokens = max_tokens = 10.
+my_finish_reason = None  # "stop" or "length"
+my_id2_appears = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 2 (run it after the cell above).
+if my_finish_reason is not None and my_id2_appears is not None:
+    run = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=10, min_tokens=10))
+    right = (my_finish_reason == run.finish_reason, my_id2_appears == (2 in run.token_ids))
+    print("correct" if all(right) else f"not yet: finish reason {'right' if right[0] else 'wrong'}, "
+          f"id 2 {'right' if right[1] else 'wrong'}")
+else:
+    print("set both predictions in the cell above first")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: stop strings are searched in the text, and the text skips special tokens, so "<|im_end|>"
 # never appears in it. A stop id is checked on the ids; ignore_eos turns off only the EOS rule.
 for rule in ({"stop": ["<|im_end|>"]}, {"stop_token_ids": [2]}):
     out = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=20, ignore_eos=True, **rule))
     print(rule, "->", repr(out.text), out.finish_reason, out.stop_reason)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: EOS is masked for all ten tokens, so generation can only end by length, and id 2 never appears.
 out = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=10, min_tokens=10))
 print(repr(out.text), "| finish reason:", out.finish_reason, "| id 2 in output:", 2 in out.token_ids)

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 11 · Serving many requests
 #
 # **What you will see.** Until now one prompt had the model to itself. A server has many users at once,
@@ -33,7 +33,7 @@ torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 11.1 Why batch: one decode step reads every weight
 #
 # A decode step turns one token into logits. To do so it multiplies a vector by every weight matrix of the
@@ -50,7 +50,7 @@ print(f"Llama-2-7B: {llama2_7b.n_params / 1e9:.2f} B parameters, "
 print(f"SmolLM2-135M: {lm.config.n_params / 1e6:.1f} M parameters, "
       f"{tl.cost.weight_bytes(lm.config, 'float32') / 1e6:.0f} MB of weights in float32 (what runs here)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # One decode step at a context of 33 tokens, for growing batches (`tl.cost.decode_cost`: FLOPs of the matrix
 # products; bytes = weights read once + the K and V each sequence reads from its cache):
 
@@ -60,26 +60,55 @@ for b in (1, 2, 4, 8, 16, 32):
     c = tl.cost.decode_cost(lm.config, context_len=33, batch_size=b)
     print(f"{b:>5} {c.flops / 1e9:>7.3f} {c.bytes / 1e6:>9.1f} {c.intensity:>10.2f} {c.weight_bytes / b / 1e6:>24.1f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The work grows 32-fold from batch 1 to batch 32, the memory traffic barely moves, so the arithmetic
 # intensity grows almost 32-fold too. While decode is memory-bound (chapter 10), a step takes about as
 # long as reading the weights, so a batch of *b* should give nearly *b* times the tokens per second.
-# Measured on this machine (`decode_throughput` times `lm.decode_step` on a contiguous cache; the numbers
-# change from run to run):
+# Measured on this machine (`decode_throughput` times `lm.decode_step` on a contiguous cache: for each
+# batch, the median of three runs of four steps; the numbers change from run to run, so look at their
+# shape rather than their values). The rate in the table is the **decode rate** of chapter 1, summed over
+# the batch: batch ÷ step time, tokens per second once every sequence is decoding. It is not *tokens/s*,
+# which in this course always means output tokens ÷ end-to-end time, prefill included (11.3 reports that).
+
 
 # %% tags=["nbval-ignore-output"]
-rows = decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16, 32), steps=4, context=32)
+rows = decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16, 32), steps=4, context=32, reps=3)
 one = rows[0]["tokens_per_s"]
-print(f"{'batch':>5} {'ms per step':>12} {'tokens/s':>9} {'× batch 1':>10}")
+print(f"{'batch':>5} {'ms per step':>12} {'decode rate':>12} {'× batch 1':>10}")
 for r in rows:
-    print(f"{r['batch']:>5} {r['ms_per_step']:>12.1f} {r['tokens_per_s']:>9.1f} {r['tokens_per_s'] / one:>10.1f}")
+    print(f"{r['batch']:>5} {r['ms_per_step']:>12.1f} {r['tokens_per_s']:>12.1f} {r['tokens_per_s'] / one:>10.1f}")
 
-# %% [markdown]
-# A step for 32 sequences costs a few times a step for one, not 32 times: throughput grows many-fold. It
-# does not grow all the way to 32×: on a CPU the matrix products stop being free long before the batch is
-# 32 (the ridge point of a CPU's roofline is low), while on a GPU the batch can grow much further before
-# decode becomes compute-bound. Batching is what makes serving many users affordable; the rest of the
-# chapter is about *how* to batch requests that arrive at different times and want different lengths.
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Three things to look for in the table.
+#
+# - **From batch 2 to batch 8 a step costs about the same.** That is the memory-bound regime: the weights
+#   are read once per step, whatever the batch, and the few extra multiply-adds per weight fit in the
+#   time the read takes. Throughput grows almost in proportion to the batch.
+# - **Batch 2 costs more than batch 1**, so its throughput is barely higher. That is not the model but
+#   the matrix kernel: with one row, every weight matrix meets a single vector, and PyTorch calls a
+#   *matrix–vector* product (GEMV), a kernel written to stream the weights as fast as memory allows. From
+#   two rows on it calls a *matrix–matrix* product (GEMM), tuned for large square blocks, which on thin
+#   [2, 576] inputs reads the same weights several times more slowly. The next cell times the largest
+#   matrix, the LM head ([576 × 49,152]), with 1, 2 and 8 rows.
+# - **Past 8 or 16 the step time grows**: the arithmetic starts to count. A CPU's ridge point is low
+#   (chapter 10), so decode becomes compute-bound at a small batch; a GPU's is hundreds of FLOPs per
+#   byte, and its batch can grow much further before that happens.
+#
+# (This notebook runs on one thread, `torch.set_num_threads(1)`, so a busy machine disturbs it less. With
+# more threads every step is faster, but small matrices gain little from them.)
+
+# %% tags=["nbval-ignore-output"]
+head = lm.model.lm_head.weight  # [V, h] = [49152, 576], as nn.Linear stores it
+for n_rows in (1, 2, 8):
+    x = torch.randn(n_rows, lm.config.hidden_size, device=lm.device)  # [n_rows, h]
+    seconds = min(tl.timing.timed(lambda x=x: torch.nn.functional.linear(x, head), lm.device, reps=1)
+                  for _ in range(10))
+    print(f"{n_rows} row(s) × LM head: {seconds * 1e3:5.1f} ms ({n_rows / seconds:,.0f} rows/s)")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# One row goes through the LM head much faster than two (GEMV against GEMM), and eight rows take about
+# as long as two. Batching is what makes serving many users affordable; the rest of the chapter is about
+# *how* to batch requests that arrive at different times and want different lengths.
 #
 # ## 11.2 An engine that serves many requests
 #
@@ -109,7 +138,7 @@ print(f"\n{run.iterations} iterations, {run.forward_calls} forward calls; the fi
 for record in run.timeline[:2]:
     print(describe_iteration(record))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Iteration 0 prefilled the three prompts in one call (each got its first token); iteration 1 decoded one
 # token for each of them in one call. A request that stops at `<|im_end|>` leaves in the iteration that
 # sampled it.
@@ -125,8 +154,38 @@ for record in run.timeline[:2]:
 # | continuous | every iteration, as soon as a running request finishes and frees its place | none of that: the batch is refilled at every iteration (vLLM, TGI, SGLang do this) |
 #
 # (Here a short request in a static batch does leave when it finishes; its row then stays empty.)
-# The workload: twelve requests, at most four running at once, greedy with `ignore_eos` so each output has a
-# known length. Requests 0, 4 and 8 want 16 tokens, the others between 2 and 6, so every static batch of
+#
+# First the seeds' own example, exactly: three slots, requests A, B and C wanting 100, 50 and 200 tokens,
+# and a request D (the seeds' "new!" request; we give it 50 tokens) that arrives with them but finds every
+# slot taken. Only iteration counts matter here, not what the model says, so a tiny model with random
+# weights runs it in a few seconds (the engine does not care which model it drives):
+
+# %%
+from teachllm.lm import LanguageModel  # noqa: E402
+from teachllm.model import Transformer  # noqa: E402
+
+tiny = tl.ModelConfig(vocab_size=97, hidden_size=48, intermediate_size=128, n_layers=2, n_heads=4, n_kv_heads=2,
+                      head_dim=12, max_position_embeddings=512)
+tiny_lm = LanguageModel(Transformer(tiny).eval(), tokenizer=None, name="tiny, random weights")
+seed_requests = {"A": 100, "B": 50, "C": 200, "D": 50}  # output tokens of each request
+seed_params = [tl.SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in seed_requests.values()]
+for policy in ("static", "continuous"):
+    engine = ServingEngine(tiny_lm, ServingConfig(policy=policy, max_num_seqs=3, block_size=16, num_blocks=64))
+    run = engine.run([[5, 6, 7, 8]] * len(seed_requests), seed_params)  # four 4-token prompts
+    first = {i: min(r.index for r in run.timeline if i in [rid for rid, _, _ in r.prefill]) for i in range(4)}
+    last = {i: r.index for r in run.timeline for i in r.finished}
+    spans = ", ".join(f"{name} {first[i]}–{last[i]}" for i, name in enumerate(seed_requests))
+    print(f"{policy:<10}: {run.iterations} iterations; each request runs from iteration to iteration: {spans}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Under static batching B is done after 50 iterations and A after 100, but their slots stay empty until C
+# finishes at iteration 199: only then does D start, and the whole run takes 250 iterations. Under
+# continuous batching D takes B's slot the iteration after B leaves (iteration 50) and is done long before
+# C: 200 iterations, the length of the longest request, and D's last token comes at iteration 99
+# instead of 249.
+#
+# Now a workload on the real model: twelve requests, at most four running at once, greedy with
+# `ignore_eos` so each output has a known length. Requests 0, 4 and 8 want 16 tokens, the others between 2 and 6, so every static batch of
 # four holds one long request:
 
 # %%
@@ -140,7 +199,7 @@ for policy in ("static", "continuous"):
 assert [o.token_ids for o in runs["static"].outputs] == [o.token_ids for o in runs["continuous"].outputs]
 print("both policies give every request the same tokens")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The timeline of each run: one row per request, one column per iteration. Grey: the request is waiting;
 # blue: prefill; orange: decode; a black bar: it finished. Below, the tokens each iteration computed.
 
@@ -151,7 +210,7 @@ iteration_timeline_figure(runs["static"], labels=labels)
 # %%
 iteration_timeline_figure(runs["continuous"], labels=labels)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Under static batching, requests 4–7 wait until request 0's sixteenth token, although three of the four rows
 # were empty from iteration 6 on; requests 8–11 wait through two such batches. Under continuous
 # batching a finished request's place is taken in the very next iteration, so the three long requests end up
@@ -161,7 +220,7 @@ iteration_timeline_figure(runs["continuous"], labels=labels)
 # %%
 IterationTimeline(runs["continuous"], labels=labels)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The seeds' sequence — "iteration 2: request A done; iteration 3: request D new" — is in the timeline. The
 # first iteration in which a request joins while others keep decoding:
 
@@ -171,7 +230,7 @@ before = runs["continuous"].timeline[joined.index - 1]
 print(describe_iteration(before))
 print(describe_iteration(joined))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What each request waited, counted in iterations (from the iteration it arrived in to the one that gave its
 # first token — TTFT — or its last token — latency). Iterations do not depend on the machine's speed:
 
@@ -184,16 +243,16 @@ for policy, run in runs.items():
           f"{short['ttft_iterations']['mean']:>13.1f}{short['latency_iterations']['mean']:>15.1f}"
           f"{long['ttft_iterations']['mean']:>12.1f}{long['latency_iterations']['mean']:>14.1f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Continuous batching needs half the iterations for the same tokens, and the short requests' mean latency
 # is close to halved. It makes more forward calls than iterations (an iteration that admits a request while
 # others decode runs two calls), but far fewer in total. The same comparison on the clock (this machine, this
-# run; your numbers will differ):
+# run; your numbers will differ; tokens/s is every output token ÷ the run's total time):
 
 # %% tags=["nbval-ignore-output"]
 s, c = runs["static"], runs["continuous"]
 rows = [("total time (s)", s.total_s, c.total_s),
-        ("throughput (tokens/s)", s.summary()["throughput_tok_s"], c.summary()["throughput_tok_s"]),
+        ("tokens/s (all requests)", s.summary()["throughput_tok_s"], c.summary()["throughput_tok_s"]),
         ("short: mean latency (s)", s.summary(workload.short_ids)["latency_s"]["mean"],
          c.summary(workload.short_ids)["latency_s"]["mean"]),
         ("long: mean latency (s)", s.summary(workload.long_ids)["latency_s"]["mean"],
@@ -203,7 +262,7 @@ print(f"{'':<25}{'static':>8}{'continuous':>12}{'ratio':>7}")
 for name, a, b in rows:
     print(f"{name:<25}{a:>8.2f}{b:>12.2f}{b / a:>7.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # On a CPU an iteration's time grows with the tokens in it, so the wall-clock gains are smaller than the
 # iteration counts suggest; on a GPU, where a decode iteration costs about the same for 1 or 4 rows, they are
 # close to the iteration ratio. `python -m teachllm.serving.bench` runs a larger workload (20 requests, 8 at
@@ -257,7 +316,7 @@ n_chunks = sum(rid == long_id for r in chunked.timeline for rid, _, _ in r.prefi
 iteration_timeline_figure(chunked, title=f"chunked prefill, budget 32: the long prompt is prefilled in {n_chunks} "
                           "chunks")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Without chunking, iteration 2 computes 192 prompt tokens and 3 decode tokens; the decoders get their token
 # only when the whole prefill is done. With chunks, no iteration computes more than 32 tokens (the dashed
 # line). The price is the long prompt's own TTFT: 7 iterations instead of 1. The decoders' longest wait
@@ -269,7 +328,7 @@ for name, run in chunk_runs.items():
     print(f"{name:<20} decoders' longest gap between two tokens: {max(gaps) * 1e3:6.0f} ms, "
           f"long prompt's TTFT: {run.requests[-1].ttft_s * 1e3:6.0f} ms")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - A decode step reads every weight once whatever the batch, so batching decode multiplies tokens per second
 #   (the seeds: "read the weights once, compute 32 tokens"); `tl.cost` shows the intensity growing with the
@@ -293,7 +352,7 @@ for name, run in chunk_runs.items():
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: in the same iteration. The scheduler first gives every decoding request one token, then fills
 # what is left of the token budget with a chunk of the new prompt. The engine runs two forward calls on the
 # same weights — decodes [3, 1] and the prefill chunk [1, 29] — and samples a token only for requests whose
@@ -309,7 +368,7 @@ for record in (mixed[0], mixed[-1]):
           f"≤ budget {run.config['max_num_batched_tokens']}; request {rid} "
           f"{'got its first token' if rid in record.sampled else 'got no token yet'}\n")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: one request at a time, so both policies are the same: each request takes one iteration for its
 # prefill (which gives the first token) and one per further token, i.e. Σ output tokens iterations.
 first_four = slice(0, 4)
@@ -320,7 +379,7 @@ for policy in ("static", "continuous"):
     print(f"{policy:<11} {run.iterations} iterations (Σ output tokens = {expected})")
     assert run.iterations == expected
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: a smaller budget caps every iteration lower (smoother decoding for everyone) but spreads the
 # prompt over more iterations (a later first token for it). The budget trades the long prompt's TTFT against
 # everyone else's time between tokens. On a GPU engines use budgets of thousands of tokens: an iteration of

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 12 · The paged KV cache
 #
 # **What you will see.** The KV cache of chapter 4 is one contiguous tensor per request, reserved up front
@@ -17,6 +17,8 @@
 # The code is `teachllm/serving/block_manager.py` (who owns which block) and `paged_cache.py` (the tensors).
 
 # %%
+import math
+
 import plotly.io as pio
 import torch
 
@@ -41,7 +43,7 @@ tok = lm.tokenizer
 per_token = tl.cost.kv_cache_bytes(lm.config, n_tokens=1)  # 2 · L · n_kv · d · 4 bytes (float32)
 print(f"K and V of one token: {per_token:,} bytes ({per_token / 1024:.0f} KiB)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 12.1 A contiguous cache must reserve the maximum
 #
 # When a request arrives nobody knows how many tokens it will generate: it may stop at the end-of-sequence
@@ -70,7 +72,7 @@ print(f"paged, 16-token blocks:    {usage.slots_allocated:>5} slots "
       f"= {usage.slots_allocated * per_token / 2**20:6.1f} MiB, wasted {usage.fragmentation:.1%} "
       f"({usage.blocks_used} blocks: {[len(r.block_table) for r in requests]})")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Three fifths of the contiguous reservation holds nothing, and it stays reserved while the requests run.
 # With blocks, only the last block of each request can be partly empty: under 16 slots per request. For
 # Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the seed's 2300 reserved slots are 1.1 GiB for
@@ -82,12 +84,32 @@ llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size
 for name, slots in (("contiguous", usage.contiguous_slots), ("paged", usage.slots_allocated)):
     print(f"Llama-2-7B, {name:<10}: {tl.cost.kv_cache_bytes(llama2_7b, slots, dtype='float16') / 2**30:.2f} GiB")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Reservations also cut the free memory into pieces (the seed's "memory fragmentation"). Put the three
-# reservations one after another in a pool of 2600 slots: 300 slots are left at the end. When the 500-slot
-# request finishes, 800 slots are free, but in two holes of 500 and 300: a new request that may need 700
-# tokens fits in neither, although there is room for it. With blocks any free block will do, wherever it
-# is: such a request takes its blocks one at a time as it grows, at most ⌈700 / 16⌉ = 44 of them.
+# reservations one after another in a pool of 2600 slots, then let the 500-slot request finish, and ask
+# for room for a new request that may need 700 tokens:
+
+# %%
+pool = 2600
+reserved = {"request 1": 1000, "request 2": 500, "request 3": 800}  # the seed's reservations, in this order
+start, placed = 0, {}
+for name, size in reserved.items():
+    placed[name] = (start, start + size)  # [first slot, last slot + 1)
+    start += size
+holes = [(start, pool), placed.pop("request 2")]  # the end of the pool, and the slots request 2 gave back
+free = sum(end - begin for begin, end in holes)
+need = 700
+print(f"pool of {pool} slots; holes after request 2 finishes: {sorted(end - begin for begin, end in holes)} "
+      f"= {free} free slots")
+print(f"contiguous: a {need}-slot reservation fits in a hole: {any(end - begin >= need for begin, end in holes)}")
+free_blocks, blocks_needed = free // 16, math.ceil(need / 16)
+print(f"paged, 16-slot blocks: {free_blocks} free blocks, at most {blocks_needed} needed: "
+      f"fits: {free_blocks >= blocks_needed}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# 800 slots are free, but in two holes of 300 and 500, so a contiguous reservation of 700 fits in neither,
+# although there is room for it. With blocks any free block will do, wherever it is: such a request takes
+# its blocks one at a time as it grows, at most ⌈700 / 16⌉ = 44 of them, and the 50 free blocks hold them.
 #
 # ## 12.2 Blocks, block tables and slots
 #
@@ -114,7 +136,7 @@ manager.free(a)  # request 0 finishes
 manager.allocate(c, c.num_tokens)
 print(f"request 0 finished; request 2: {c.num_tokens} tokens → blocks {c.block_table} (not contiguous)")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now run request 2's prompt through the model with the pool as its cache (`pool.view` is what the engine
 # passes to the decoder for one forward call), and the same prompt with a contiguous cache. Every key must
 # land at the slot the formula says:
@@ -139,7 +161,7 @@ for layer in range(lm.config.n_layers):
     torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=1e-5, rtol=0)
 print("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # To attend, the decoder needs a request's keys in order. `PagedBatch.write` gathers them through the slot
 # mapping into a dense tensor; vLLM's PagedAttention kernel instead reads the blocks where they lie, without
 # the copy. The arithmetic is the same.
@@ -159,6 +181,8 @@ shared = next(i for i, pair in enumerate(zip(*chats, strict=False)) if len(set(p
 print(f"prompt lengths {[len(c) for c in chats]}; the first {shared} tokens are the same in all of them")
 
 engine = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=28))
+print(f"pool: {engine.config.num_blocks} blocks × {engine.config.block_size} slots = "
+      f"{engine.config.num_blocks * engine.config.block_size} slots")
 params = tl.SamplingParams(temperature=0, max_tokens=32)
 ids = [engine.add_request(chats[0], params)]
 engine.step()  # iteration 0: request 0 prefills alone
@@ -169,7 +193,7 @@ for out, stats in zip(run.outputs, run.requests, strict=True):
           f"({out.finish_reason}), iterations {stats.arrival_iteration}–{stats.finish_iteration}, "
           f"{stats.num_cached_tokens} prompt tokens found in the cache")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # After iteration 1 three requests run. Requests 1 and 2 found request 0's first six blocks (24 tokens) in the
 # cache: their block tables start with the **same physical blocks** (green, reference count 3), and they
 # computed only the rest of their prompts. Each block table holds just the blocks its tokens need; the last
@@ -178,7 +202,7 @@ for out, stats in zip(run.outputs, run.requests, strict=True):
 # %%
 block_table_figure(run.timeline[1].block_tables, title="after iteration 1", columns=14)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Step through the run: request 2's table grows by one block every four tokens. When request 0 finishes,
 # the blocks only it held go back to the pool's free queue (grey); the shared prefix blocks stay, since
 # others still hold them. Freed blocks keep their K and V, and are handed out again only after the
@@ -188,7 +212,7 @@ block_table_figure(run.timeline[1].block_tables, title="after iteration 1", colu
 # %%
 BlockTableView(run, start=1, columns=14)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same story in numbers, read from the recorded block tables:
 
 # %%
@@ -208,7 +232,7 @@ joined = run.requests[3].first_iteration
 print(f"request 3 (joined in iteration {joined}): table {tables[joined]['tables'][3]}, "
       f"{run.requests[3].num_cached_tokens} prompt tokens found in the cache")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 12.4 Fragmentation: allocated against used
 #
 # After every iteration the engine recorded how many blocks were in use and what fraction of their slots held
@@ -228,7 +252,7 @@ busy = [u for u in usage if u.running]
 print(f"mean over {len(busy)} iterations: paged wastes {sum(u.paged_waste for u in busy) / len(busy):.1%} of what it "
       f"allocates, contiguous reservations {sum(u.contiguous_waste for u in busy) / len(busy):.1%}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Three requests stop early at `<|im_end|>` (8 to 12 tokens of the 32 allowed), so their reservations are
 # mostly empty for their whole life; paging wastes at most three slots per request, and holds the shared
 # prefix once for everybody. The seed's claim "no fragmentation" is nearly true: waste is bounded by one
@@ -245,17 +269,19 @@ print(f"mean over {len(busy)} iterations: paged wastes {sum(u.paged_waste for u 
 text = tok.encode(LONG_TEXT)
 prompts = [text[:16], text[:16] + text[40:45], text[:12], text[20:27]]  # the 2nd shares 16 tokens with the 1st
 reference = [contiguous_logits(lm, p, n_decode=3) for p in prompts]
-print(f"prompts of {[len(p) for p in prompts]} tokens, prefill + 3 decode steps each")
+print(f"prompts of {[len(p) for p in prompts]} tokens, prefill + 3 decode steps each; "
+      f"largest |logit| {max(float(x.abs().max()) for logits, _ in reference for x in logits):.1f}")
 for block_size in (1, 4, 16):
     report = compare_with_contiguous(lm, prompts, block_size, n_decode=3, reference=reference)
     assert report.max_abs_error <= 1e-4
-    print(f"block size {block_size:>2}: max |paged − contiguous| = {report.max_abs_error:.3f} "
+    print(f"block size {block_size:>2}: max |paged − contiguous| = {report.max_abs_error:.0e} "
           f"(≤ 1e-4: {report.max_abs_error <= 1e-4}), prefix tokens read from the cache: {report.cached_tokens}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The second prompt reads its first 16 tokens' K and V from the first prompt's blocks; with small blocks the
 # third prompt (the first 12 tokens of the first) finds most of its tokens too, but never the last one, whose
-# logits it needs. The differences left (a few 1e-5 on logits of size ≈ 20) come from computing in batches of
+# logits it needs. The differences left (up to the maximum printed above, of the order of 1e-5, on logits
+# as large as the largest |logit| printed) come from computing in batches of
 # another shape, which the contiguous cache shows too when it batches; a prompt that computes all its tokens
 # alone in its forward call gets bit-identical logits (`batched=False`).
 #
@@ -281,7 +307,7 @@ last_c, last_p = contiguous_points[-1], paged_points[-1]
 print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.bytes_allocated / 2**20:.2f} MiB, "
       f"paged {last_p.capacity} slots = {last_p.bytes_allocated / 2**20:.2f} MiB")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - A contiguous cache reserves `prompt + max_tokens` per request: on the seed's 1000/500/800 example, 2300 slots
 #   for 900 tokens (61% wasted), and the free memory splits into holes.
@@ -303,7 +329,7 @@ print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.byt
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: waste shrinks with the block size (at most bs − 1 slots per request), while the table grows
 # (one entry per block). vLLM's default of 16 keeps both small.
 lengths = [s.prompt_len + s.output_len - 1 for s in run.requests]  # the last token is sampled, never stored
@@ -314,7 +340,7 @@ for bs in (1, 4, 16, 64):
     allocated = sum(blocks) * bs
     print(f"{bs:>10} {allocated:>9} {(allocated - sum(lengths)) / allocated:>7.1%} {sum(blocks):>13}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: the scheduler preempts the newest running request when a decode step finds no free block: its
 # blocks are freed and it goes back to the queue, to be recomputed later (vLLM's "recompute" preemption).
 # Every request still gets the same tokens; the cost is the recomputed work.
@@ -330,7 +356,7 @@ for record in small_run.timeline:
               f"less what the prefix cache still held)")
 print(f"{small_run.iterations} iterations with 24 blocks; the outputs are the same as with 28")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: none. The last prompt token must be computed to get the logits of the first output token, so at
 # most (tokens − 1) // block_size full blocks are reused: (16 − 1) // 16 = 0. With 17 tokens, one block (16).
 cache_engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=16))

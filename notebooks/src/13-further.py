@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 13 · Further: reuse, speculation, compression
 #
 # **What you will see.** Four ideas that serving engines build on top of the previous chapters, each run on
@@ -28,6 +28,7 @@ from teachllm.serving import (
     acceptance_table,
     blend,
     block_hash,
+    expected_tokens_per_call,
     int8_error,
     precompute_chunk,
     quality_table,
@@ -44,7 +45,7 @@ torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 13.1 Prefix caching across requests
 #
 # Many requests start the same way: a chat template and a system prompt, a few-shot preamble, a long
@@ -70,7 +71,7 @@ h1 = block_hash(h0, ids[16:32])  # block 1: tokens 16–31, after block 0
 print("block 1 named again from the same tokens, after the same block 0:", h1 == block_hash(h0, ids[16:32]))
 print("the same 16 tokens at the start of a sequence get another name:  ", h1 == block_hash(None, ids[16:32]))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The first question is served alone; the other two arrive after it has finished. The engine's block manager
 # keeps freed blocks with their names until it needs the memory, so the later requests find the system
 # prompt's full blocks:
@@ -90,7 +91,7 @@ print(f"prefix-cache hit rate: {manager.num_hit_tokens} of {manager.num_queried_
       f"= {manager.prefix_hit_rate:.1%}")
 print("block 0 of the first request is in the cache under its name:", h0 in manager.hash_to_block)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The shared part is 44 tokens long, but only **full** blocks are shared: two blocks of 16, 32 tokens per
 # request. The outputs are exactly those of `lm.generate`. In vLLM this is `enable_prefix_caching`; SGLang
 # keeps the same kind of cache in a radix tree. Prefix caching only ever helps a *prefix*: a document that
@@ -124,13 +125,13 @@ for layer in (0, 1, 15, 29):
           f"after the shift {float((moved[layer] - stored).abs().max()):6.3f}")
 torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=1e-4, rtol=1e-4)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # In layer 0 the shift makes the keys exact (a token's layer-0 key depends on nothing else); from layer 1 on
 # the missing cross-attention shows. **CacheBlend** (Yao et al., EuroSys 2025) recomputes a small share *r*
 # of the tokens in every layer and reuses the rest. It picks the tokens whose K and V deviate most from what
 # a full prefill would give, the *high-KV-deviation* (HKVD) tokens: teachllm recomputes layers 0 and 1 for
 # all tokens, measures each token's deviation at layer 1, and from layer 2 on recomputes only the *r·N*
-# tokens with the largest one. Compute spent, in token-layers: (2·N + 28·*r*·N) / (30·N).
+# tokens with the largest one. Compute spent, in token-layers: (2·N + (L − 2)·*r*·N) / (L·N).
 #
 # Quality is measured on the question that follows the documents (27 tokens, with its answer): the KL
 # divergence of its next-token distributions from those after a full prefill, how often both pick the same
@@ -138,7 +139,8 @@ torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=1e-4,
 
 # %%
 suffix = tok.encode(QUESTION)
-print(f"{len(chunks)} documents of {[len(c) for c in chunks]} tokens, then the question: {QUESTION!r}")
+print(f"{len(chunks)} documents of {[len(c) for c in chunks]} tokens, then the question ({len(suffix)} tokens): "
+      f"{QUESTION!r}")
 rows = quality_table(lm, chunks, suffix, ratios=(0.0, 0.05, 0.15, 0.3, 0.5, 1.0))
 print(f"\n{'select':<10}{'r':>5}{'compute':>9}{'KL':>8}{'top-1':>7}{'perplexity':>11}")
 for r in rows:
@@ -149,7 +151,7 @@ print(f"(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity after 
 # %%
 blend_quality_figure(rows)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Reusing the stored caches as they are (r = 0) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
 # Recomputing the seed's ~15% of the tokens with HKVD selection — 21% of a full prefill's compute, since two
 # layers are recomputed in full — removes three quarters of the KL; the same number of random tokens removes
@@ -164,7 +166,7 @@ print(f"{len(hkvd.selected)} of {len(context)} tokens recomputed in layers 2–2
 print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in starts
                else repr(tok.token_text(context[p])) for p in hkvd.selected))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Mostly the first tokens of documents 2, 3 and 4 (`Document`, ` `, `2`, `:` …). Computed alone, each of
 # them was at the very start of a sequence, where a model parks attention it does not need elsewhere (an
 # "attention sink"); in the blended prompt they are in the middle, and their K and V change the most. Those
@@ -191,28 +193,52 @@ print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in s
 prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Explain why the sky is blue."}]))
 drafts = {"first 24 layers": 24, "first 29 layers": 29, "layers 0–9 and 20–29": list(range(10)) + list(range(20, 30))}
 spec = acceptance_table(lm, prompt, max_tokens=12, drafts=tuple(drafts.values()), gammas=(3,))
-print(f"{'draft':<22}{'acceptance':>11}{'tokens per target call':>24}{'= greedy output':>17}")
+print(f"{'draft':<22}{'accepted/proposed':>18}{'tokens per target call':>24}{'= greedy output':>17}")
 for name, r in zip(drafts, spec, strict=True):
     assert r["same_as_greedy"]
-    print(f"{name:<22}{r['acceptance_rate']:>11.2f}{r['tokens_per_target_call']:>24.2f}{str(r['same_as_greedy']):>17}")
+    print(f"{name:<22}{r['acceptance_rate']:>18.2f}{r['tokens_per_target_call']:>24.2f}{str(r['same_as_greedy']):>17}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Every draft gives exactly the greedy tokens, as the rule guarantees. But these drafts are poor: SmolLM2 was
-# not trained to exit early, so even 29 of its 30 layers agree with the full model on only about a quarter of
-# the proposals, and the middle-skipped draft almost never. An early-exit draft needs training for it
-# (LayerSkip); real deployments use a small model of the same family, or extra heads trained to draft (Medusa,
-# EAGLE). On the clock, here:
+# not trained to exit early, so even 29 of its 30 layers get only 0.28 of their proposals accepted, the first
+# 24 layers 0.19, and the middle-skipped draft 0.07. An early-exit draft needs training for it (LayerSkip);
+# real deployments use a small model of the same family, or extra heads trained to draft (Medusa, EAGLE).
+#
+# **What to expect from an acceptance rate.** The papers give a rule of thumb: if each proposal is accepted
+# with probability α, independently, a target call yields 1 + α + … + α^γ = (1 − α^(γ+1)) / (1 − α) tokens on
+# average. Put the accepted/proposed column into it and it does not match the measurement (0.28 gives 1.38,
+# not 1.83). The reason is what α means: the formula's α is the chance that a proposal is accepted *once
+# all the proposals before it were*, and the proposals after the first mismatch are never judged at all.
+# Counting only the judged ones (`judged_acceptance` = accepted / (accepted + rejected rounds)) gives the α
+# the formula wants:
+
+# %%
+print(f"{'draft':<22}{'rounds':>7}{'judged α':>9}{'formula':>9}{'measured':>10}{'1 + γ·accepted/proposed':>25}")
+for name, r in zip(drafts, spec, strict=True):
+    formula = expected_tokens_per_call(r["judged_acceptance"], r["gamma"])
+    identity = 1 + r["gamma"] * r["acceptance_rate"]  # each round: its accepted proposals + one target token
+    print(f"{name:<22}{r['target_calls']:>7}{r['judged_acceptance']:>9.2f}{formula:>9.2f}{r['tokens_per_target_call']:>10.2f}{identity:>25.2f}")
+print(f"the accepted/proposed rate of 'first 29 layers' in the formula: "
+      f"{expected_tokens_per_call(spec[1]['acceptance_rate'], 3):.2f} tokens per call")
+print(f"a good draft, judged α = 0.8 with γ = 4: {expected_tokens_per_call(0.8, 4):.2f} tokens per call")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# With the judged α the formula lands within a few hundredths of the measurement. The last column is not
+# a model but bookkeeping: every round yields its accepted proposals plus one token of the target's, so it
+# matches the measurement by construction. Over 12 tokens there are only a handful of rounds (the
+# `rounds` column), so these rates are rough, and in real text acceptances come in runs (an easy phrase
+# is accepted whole), which the independence assumption ignores. On the clock, here:
 
 # %% tags=["nbval-ignore-output"]
 for name, r in zip(drafts, spec, strict=True):
     print(f"{name:<22} {r['seconds']:5.2f} s against greedy {r['greedy_seconds']:5.2f} s: speed-up {r['speedup']:.2f}×")
 
-# %% [markdown]
-# A speed-up below 1: the draft costs most of a full model per proposal, and with 1.2 to 1.7 tokens per target
-# call the verification calls save too little. On a CPU a call over 4 tokens is also not as cheap as it would
-# be on a GPU. The rule of thumb: with acceptance rate α and γ proposals, a target call yields
-# (1 − α^(γ+1)) / (1 − α) tokens on average (for independent acceptances), and the draft must cost a small
-# fraction of the target for the saved calls to show.
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# A speed-up below 1: the draft costs most of a full model per proposal, and with 1.22 to 1.83 tokens per
+# target call the verification calls save too little. On a CPU a call over 4 tokens is also not as cheap as
+# it would be on a GPU. Speculative decoding pays when the draft costs a small fraction of the target and
+# its judged acceptance is high: at α = 0.8 and γ = 4 a call yields 3.36 tokens (check it with
+# `expected_tokens_per_call(0.8, 4)`).
 #
 # ## 13.4 A KV cache in int8
 #
@@ -232,7 +258,7 @@ for head in range(lm.config.n_kv_heads):
     print(f"KV head {head}: first values {[round(v, 3) for v in k[head, :4].tolist()]} → int8 "
           f"{q[head, :4].tolist()}, scale {float(scale[head]):.4f}, max error {float(error[head].max()):.4f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same greedy decode with the float32 cache and with the int8 cache, fed the same tokens (16 steps):
 
 # %%
@@ -246,7 +272,7 @@ print(f"free-running int8 greedy decode: the same tokens as float32 for {result[
 print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**20:.1f} MiB in int8 against "
       f"{tl.cost.kv_cache_bytes(lm.config, 1024) / 2**20:.1f} MiB in float32")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # A quarter of the memory, the same greedy text here, and a next-token distribution that moves very little.
 # Engines offer this as an fp8 KV cache (vLLM's `kv_cache_dtype="fp8"`); the saved memory becomes a larger
 # batch (chapter 11) or a longer context.
@@ -291,7 +317,7 @@ print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**
 #
 # The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 1: only blocks whose whole prefix matches are found. "doc 2 + doc 1" starts differently, so nothing
 # is found, although both documents were computed a moment before. "doc 1 + doc 3" shares document 1 (31 tokens)
 # and the token after it ("Document", with which documents 2 and 3 both begin): two full blocks of 16.
@@ -304,7 +330,7 @@ for order in ((0, 1), (1, 0), (0, 2)):
     print(f"documents {order[0] + 1} + {order[1] + 1} + question: {len(prompt_ids)} tokens, "
           f"{run.requests[0].num_cached_tokens} found in the cache")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 2: at layer 0 a token's K and V do not depend on the other tokens (up to the position shift, which
 # is exact), so every deviation there is ~0 and the choice is no better than chance; the deviation becomes
 # informative at layer 1, where the missing cross-attention first shows.
@@ -318,7 +344,7 @@ for full_layers in (1, 2):
     print(f"full_layers={full_layers}: max deviation {float(b.deviation.max()):8.4f}, compute "
           f"{b.recompute_fraction:.3f}, KL {q['kl']:.4f}, perplexity {q['ppl']:.3f}")
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
 # Solution 3: a larger γ proposes more tokens per call, but each further proposal is accepted only if all the
 # earlier ones were, so the tokens per call level off while the draft's work keeps growing linearly.
 for gamma in (1, 2, 4, 6):

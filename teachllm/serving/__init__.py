@@ -30,12 +30,18 @@ from .paged_cache import PagedBatch, PagedKVCache
 from .parity import ParityReport, compare_with_contiguous
 from .request import Request, RequestStats, RequestStatus
 from .scheduler import ScheduledBatch, Scheduler
-from .speculative import SpeculativeResult, acceptance_table, draft_model, speculative_generate
+from .speculative import (
+    SpeculativeResult,
+    acceptance_table,
+    draft_model,
+    expected_tokens_per_call,
+    speculative_generate,
+)
 
 __all__ = [
-    "Block", "BlendResult", "BlendRow", "BlockManager", "BlockUsage", "ChunkKV", "Int8KVCache", "IterationRecord",
+    "BlendResult", "BlendRow", "Block", "BlockManager", "BlockUsage", "ChunkKV", "Int8KVCache", "IterationRecord",
     "PagedBatch", "PagedKVCache", "ParityReport", "Request", "RequestStats", "RequestStatus", "ScheduledBatch",
     "Scheduler", "ServingConfig", "ServingEngine", "ServingRun", "SpeculativeResult", "acceptance_table", "blend",
-    "block_hash", "compare_with_contiguous", "dequantize_int8", "draft_model", "int8_error", "precompute_chunk",
-    "quality_table", "quantize_int8", "shift_keys", "speculative_generate",
+    "block_hash", "compare_with_contiguous", "dequantize_int8", "draft_model", "expected_tokens_per_call",
+    "int8_error", "precompute_chunk", "quality_table", "quantize_int8", "shift_keys", "speculative_generate",
 ]

@@ -15,8 +15,13 @@ read layer k's output, as in LayerSkip), or a set of layers with some in the mid
 (Draft & Verify, Zhang et al. 2024). Without training for it, an early exit drafts poorly; skipping
 middle layers keeps the last layers, which turn the residual stream into next-token logits.
 
-    acceptance rate = accepted proposals / proposals
-    tokens per target call = generated tokens / target forward calls
+    acceptance rate = accepted proposals / proposals              (every proposal counted, judged or not)
+    tokens per target call = generated tokens / target forward calls   ≈ 1 + γ · acceptance rate
+    judged acceptance α = accepted / (accepted + rejected)         (only the proposals the target judged)
+
+The papers' formula, E[tokens per call] = (1 − α^(γ+1)) / (1 − α), takes α as the chance that a proposal
+is accepted once every proposal before it was: the judged rate, not the first one (proposals after the
+first mismatch are never judged). It also assumes each proposal is accepted independently.
 
 Both caches roll back by moving `KVCache.length`: rejected tokens' slots are simply overwritten later.
 """
@@ -67,6 +72,7 @@ class SpeculativeResult:
     gamma: int  # tokens proposed per round
     proposed: int  # draft tokens proposed
     accepted: int  # of those, accepted by the target
+    rejected: int  # rounds that ended at a mismatch (the proposals after it were never judged)
     target_calls: int  # target forward calls after the prefill
     seconds: float  # wall-clock, prefill included
 
@@ -75,11 +81,17 @@ class SpeculativeResult:
         return self.accepted / self.proposed if self.proposed else float("nan")
 
     @property
+    def judged_acceptance(self) -> float:
+        """α: accepted proposals / proposals the target judged (accepted ones + one mismatch per round)."""
+        judged = self.accepted + self.rejected
+        return self.accepted / judged if judged else float("nan")
+
+    @property
     def tokens_per_target_call(self) -> float:
         return (len(self.token_ids) - 1) / self.target_calls if self.target_calls else float("nan")
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"acceptance_rate": self.acceptance_rate,
+        return asdict(self) | {"acceptance_rate": self.acceptance_rate, "judged_acceptance": self.judged_acceptance,
                                "tokens_per_target_call": self.tokens_per_target_call}
 
 
@@ -96,7 +108,7 @@ def speculative_generate(lm, prompt_ids: list[int], max_tokens: int, draft_layer
     start = time.perf_counter()
     out = [int(lm.prefill(prompt_ids, target_cache).argmax(-1))]  # the first token comes from the target
     draft.prefill(prompt_ids, draft_cache)
-    proposed = accepted = calls = 0
+    proposed = accepted = rejected = calls = 0
     while len(out) < max_tokens:
         ids = prompt_ids + out
         # the draft catches up on what it has not read (1 or 2 tokens), then proposes gamma tokens
@@ -112,13 +124,19 @@ def speculative_generate(lm, prompt_ids: list[int], max_tokens: int, draft_layer
         a = 0
         while a < gamma and proposals[a] == choices[a]:
             a += 1
-        proposed, accepted = proposed + gamma, accepted + a
+        proposed, accepted, rejected = proposed + gamma, accepted + a, rejected + (a < gamma)
         out += proposals[:a] + [choices[a]]
         # keep the K and V of the last token and of the accepted proposals; forget the rest
         target_cache.truncate(n_before + 1 + a)
         draft_cache.truncate(min(draft_cache.length, n_before + 1 + a))
-    return SpeculativeResult(out[:max_tokens], layer_list(lm, draft_layers), gamma, proposed, accepted, calls,
+    return SpeculativeResult(out[:max_tokens], layer_list(lm, draft_layers), gamma, proposed, accepted, rejected, calls,
                              time.perf_counter() - start)
+
+
+def expected_tokens_per_call(alpha: float, gamma: int) -> float:
+    """Tokens per target call if each proposal is accepted with probability α, independently, once all
+    before it were: 1 + α + α² + … + α^γ = (1 − α^(γ+1)) / (1 − α) (Leviathan et al. 2023)."""
+    return sum(alpha**i for i in range(gamma + 1))
 
 
 def acceptance_table(lm, prompt_ids: list[int], max_tokens: int = 32, drafts=(8, 16, 24), gammas=(2, 4)) -> list[dict]:

@@ -18,13 +18,13 @@ the clock: iterations, forward calls, and latencies counted in iterations.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 
 import torch
 
 from ..sampling import SamplingParams
 from ..texts import ENGLISH
+from ..timing import timed
 from .config import ServingConfig
 from .engine import ServingEngine
 from .metrics import ServingRun
@@ -52,8 +52,12 @@ LONG_TEXT = ENGLISH  # the shared sample paragraph (teachllm.texts)
 
 
 @torch.no_grad()
-def decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16), steps: int = 8, context: int = 32) -> list[dict]:
-    """Decode tokens/s at each batch size (contiguous cache, `context` tokens already in it)."""
+def decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16), steps: int = 8, context: int = 32,
+                      reps: int = 3) -> list[dict]:
+    """Decode tokens/s at each batch size (contiguous cache, `context` tokens already in it).
+
+    Each batch size: one warm-up step, then `reps` runs of `steps` steps; a step's time is the median
+    run divided by `steps`, so one slow run on a busy machine does not decide the row."""
     rows = []
     ids = lm.tokenizer.encode(LONG_TEXT)[:context]
     for batch in batch_sizes:
@@ -61,10 +65,13 @@ def decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16), steps: int = 8, context:
         lm.prefill([ids] * batch, cache)
         token = torch.zeros(batch, dtype=torch.long, device=lm.device)
         lm.decode_step(token, cache)  # warm-up at this shape
-        start = time.perf_counter()
-        for _ in range(steps):
-            lm.decode_step(token, cache)
-        seconds = (time.perf_counter() - start) / steps
+
+        def run_steps(cache=cache, token=token):
+            cache.truncate(context + 1)  # back to the prompt and the warm-up token every run
+            for _ in range(steps):
+                lm.decode_step(token, cache)
+
+        seconds = timed(run_steps, lm.device, reps=reps, warmup=0) / steps
         rows.append({"batch": batch, "ms_per_step": 1000 * seconds, "tokens_per_s": batch / seconds})
     return rows
 

@@ -8,7 +8,7 @@
 The engine never imports this package; this package only reads the engine's data.
 """
 
-from . import data, figures, serving, widgets
+from . import data, figures, lecture, serving, widgets
 from .data import PRESETS, capture_attention, distribution, labeller, next_token_logits
 from .figures import (
     attention_figure,
@@ -18,13 +18,24 @@ from .figures import (
     step_figure,
     timeline_figure,
 )
+from .lecture import (
+    BPEStepper,
+    beam_tree,
+    beam_tree_figure,
+    bpe_pieces_figure,
+    penalty_stages,
+    penalty_stages_figure,
+    pipeline_figure,
+    pipeline_stages,
+)
 from .serving import BlockTableView, IterationTimeline, block_table_figure, iteration_timeline_figure
 from .widgets import AttentionExplorer, CacheGrowthView, DistributionExplorer, PhaseTimeline, RooflineView, StepThrough
 
 __all__ = [
-    "PRESETS", "AttentionExplorer", "BlockTableView", "CacheGrowthView", "DistributionExplorer",
+    "PRESETS", "AttentionExplorer", "BPEStepper", "BlockTableView", "CacheGrowthView", "DistributionExplorer",
     "IterationTimeline", "PhaseTimeline", "RooflineView", "StepThrough", "attention_figure", "block_table_figure",
     "cache_growth_figure", "capture_attention", "data", "distribution", "distribution_figure", "figures",
     "iteration_timeline_figure", "labeller", "next_token_logits", "roofline_figure", "serving", "step_figure",
-    "timeline_figure", "widgets",
+    "timeline_figure", "widgets", "lecture", "beam_tree", "beam_tree_figure", "bpe_pieces_figure", "penalty_stages",
+    "penalty_stages_figure", "pipeline_figure", "pipeline_stages",
 ]

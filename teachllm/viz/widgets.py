@@ -301,7 +301,7 @@ class PhaseTimeline(widgets.VBox):
 
     def measure(self) -> list[data.Segment]:
         if self.device is None:
-            self.device = roofline.measure_device(self.lm.device, self.lm.dtype)
+            self.device = roofline.measure_device(self.lm.device, self.lm.dtype, config=self.lm.config)
         self.lm.generate(self.prompt_ids, SamplingParams(temperature=0, max_tokens=2))  # warm-up: one-off set-up costs
         records = [data.step_record(s, self.labels_of) for s in generation_steps(self.lm, [self.prompt_ids],
                                                                                  self.params)]
@@ -323,7 +323,7 @@ class RooflineView(widgets.VBox):
         super().__init__([button, self.figure])
 
     def measure(self):
-        device = roofline.measure_device(self.lm.device, self.lm.dtype)
+        device = roofline.measure_device(self.lm.device, self.lm.dtype, config=self.lm.config)
         points = roofline.measure_phases(self.lm, device=device, **self.settings)
         refresh(self.figure, figures.roofline_spec(device, points))
         return device, points

@@ -1,0 +1,245 @@
+"""Figures a lecture shows instead of a table: BPE merges one at a time, logits through each penalty,
+the tree a beam search grows.
+
+Same pattern as `figures`: a data function computes what to draw with teachllm's own code (bpe,
+sampling, beam), a `*_spec` returns (traces, layout) as plain dicts, a `*_figure` wraps it. The
+tests compare every drawn number with the engine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+import torch
+
+from ..bpe import Merge, bpe_encode
+from ..sampling import SamplingParams, apply_no_repeat_ngram, apply_presence_frequency_penalty, apply_repetition_penalty
+from .data import token_label
+from .figures import COLORS, _r, figure
+
+PIECE_COLORS = ["#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#c7e9c0", "#fdd0a2", "#dadaeb"]
+
+
+# ---- BPE, one merge at a time (chapter 2) ------------------------------------------------------
+def bpe_pieces_spec(text: str, merges: list[Merge], n_merges: int) -> tuple[list[dict], dict]:
+    """`text` split by the first `n_merges` merges: one box per piece, as wide as its characters."""
+    pieces = bpe_encode(text, merges[:n_merges])
+    starts, start = [], 0
+    for piece in pieces:
+        starts.append(start)
+        start += len(piece)
+    trace = {"type": "bar", "orientation": "h", "y": [0] * len(pieces), "x": [len(p) for p in pieces],
+             "base": starts, "text": [token_label(p) for p in pieces], "textposition": "inside",
+             "insidetextanchor": "middle", "marker": {"color": [PIECE_COLORS[i % len(PIECE_COLORS)]
+                                                               for i in range(len(pieces))],
+                                                     "line": {"color": "white", "width": 2}},
+             "hovertemplate": "%{text}<extra></extra>", "name": "pieces"}
+    newest = merges[n_merges - 1].result if n_merges else None
+    title = (f"after {n_merges} merge{'s' * (n_merges != 1)}: {len(pieces)} pieces"
+             + (f" (latest merge: {token_label(newest)!r})" if newest else " (characters)"))
+    layout = {"title": title, "barmode": "overlay", "height": 160, "showlegend": False,
+              "xaxis": {"title": "characters", "range": [0, max(start, 1)]},
+              "yaxis": {"visible": False}, "margin": {"t": 40, "b": 40, "l": 10, "r": 10}}
+    return [trace], layout
+
+
+def bpe_pieces_figure(text: str, merges: list[Merge], n_merges: int) -> go.Figure:
+    return figure(bpe_pieces_spec(text, merges, n_merges))
+
+
+class BPEStepper(widgets.VBox):
+    """A slider over the merges: the text's pieces after the first n of them."""
+
+    def __init__(self, text: str, merges: list[Merge], start: int = 0):
+        self.text, self.merges = text, merges
+        self.fig = go.FigureWidget(bpe_pieces_figure(text, merges, start))
+        self.slider = widgets.IntSlider(value=start, min=0, max=len(merges), description="merges",
+                                        continuous_update=True, layout=widgets.Layout(width="600px"))
+        self.slider.observe(self._redraw, names="value")
+        super().__init__([self.slider, self.fig])
+
+    def _redraw(self, change=None):
+        traces, layout = bpe_pieces_spec(self.text, self.merges, self.slider.value)
+        with self.fig.batch_update():
+            self.fig.data[0].update(traces[0])
+            self.fig.layout.title = layout["title"]
+            self.fig.layout.xaxis.range = layout["xaxis"]["range"]
+
+
+# ---- logits through each penalty (chapter 7) ----------------------------------------------------
+@dataclass
+class PenaltyStages:
+    token_ids: list[int]  # the tokens shown: the largest logits before or after any stage
+    labels: list[str]
+    stages: list[tuple[str, list[float]]]  # (name, logit of each shown token) in the order they apply
+
+
+def penalty_stages(logits: torch.Tensor, params: SamplingParams, prompt_ids, output_ids, labels_of,
+                   top_n: int = 8) -> PenaltyStages:
+    """Logits [V] before the penalties and after each one, in `apply_penalties`' order: repetition
+    (prompt + output), presence and frequency (output only), no-repeat n-gram (prompt + output)."""
+    history = list(prompt_ids) + list(output_ids)
+    steps = [("logits", logits.float())]
+    steps.append((f"repetition {params.repetition_penalty:g}",
+                  apply_repetition_penalty(steps[-1][1], history, params.repetition_penalty)))
+    steps.append((f"presence {params.presence_penalty:g}, frequency {params.frequency_penalty:g}",
+                  apply_presence_frequency_penalty(steps[-1][1], list(output_ids), params.presence_penalty,
+                                                   params.frequency_penalty)))
+    steps.append((f"no-repeat {params.no_repeat_ngram_size}-gram",
+                  apply_no_repeat_ngram(steps[-1][1], history, params.no_repeat_ngram_size)))
+    shown: list[int] = []
+    for _, values in steps:
+        for i in values.topk(top_n).indices.tolist():
+            if i not in shown:
+                shown.append(i)
+    shown.sort(key=lambda i: -float(logits[i]))
+    return PenaltyStages(shown, labels_of(shown), [(name, [float(v[i]) for i in shown]) for name, v in steps])
+
+
+def penalty_stages_spec(p: PenaltyStages) -> tuple[list[dict], dict]:
+    shades = ["#bdbdbd", "#6baed6", "#fd8d3c", "#d62728"]
+    traces = [{"type": "bar", "name": name, "x": p.labels, "marker": {"color": shades[i % len(shades)]},
+               "y": _r([v if v != float("-inf") else float("nan") for v in values], 4),
+               "hovertemplate": "%{x}: %{y:.2f}<extra>" + name + "</extra>"}
+              for i, (name, values) in enumerate(p.stages)]
+    layout = {"title": "each penalty in turn (a missing bar: banned, −∞)", "barmode": "group",
+              "xaxis": {"title": "token"}, "yaxis": {"title": "logit"}, "height": 380,
+              "legend": {"orientation": "h", "y": -0.3}}
+    return traces, layout
+
+
+def penalty_stages_figure(p: PenaltyStages) -> go.Figure:
+    return figure(penalty_stages_spec(p))
+
+
+# ---- the beam-search tree (chapter 8) -----------------------------------------------------------
+@dataclass
+class BeamNode:
+    ids: tuple[int, ...]  # the generated tokens up to this node
+    label: str  # the last token, readable
+    score: float  # sum of log-probabilities (running score when it was a beam)
+    kept_to_end: bool  # on the path of the best finished hypothesis
+
+
+def beam_tree(steps, labels_of) -> list[BeamNode]:
+    """Every beam that ever ran, as nodes of a tree (a beam at step i is a node at depth i + 1), plus the
+    finished hypotheses; `kept_to_end` marks the path of the best finished one. `steps`: `BeamStep`s."""
+    steps = list(steps)
+    scores: dict[tuple[int, ...], float] = {}
+    for step in steps:
+        for h in step.running + step.finished:
+            scores.setdefault(tuple(h.token_ids), h.score)
+    best = tuple(steps[-1].finished[0].token_ids) if steps and steps[-1].finished else ()
+    on_path = {best[:i] for i in range(1, len(best) + 1)}
+    nodes = sorted(scores, key=lambda ids: (len(ids), ids))
+    return [BeamNode(ids, labels_of([ids[-1]])[0], scores[ids], ids in on_path) for ids in nodes]
+
+
+def beam_tree_spec(nodes: list[BeamNode], title: str = "beam search: every beam kept at each step") \
+        -> tuple[list[dict], dict]:
+    """Depth left to right; at each depth the nodes are spread top to bottom by score (best on top)."""
+    by_depth: dict[int, list[BeamNode]] = {}
+    for node in nodes:
+        by_depth.setdefault(len(node.ids), []).append(node)
+    position = {}
+    for depth, group in by_depth.items():
+        for rank, node in enumerate(sorted(group, key=lambda n: -n.score)):
+            position[node.ids] = (depth, -rank)
+    edge_x, edge_y, best_x, best_y = [], [], [], []
+    for node in nodes:
+        parent = node.ids[:-1]
+        x0, y0 = position.get(parent, (0, 0))
+        x1, y1 = position[node.ids]
+        xs, ys = (best_x, best_y) if node.kept_to_end else (edge_x, edge_y)
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": edge_x, "y": edge_y, "line": {"color": "#bdbdbd"},
+         "hoverinfo": "skip", "name": "dropped later"},
+        {"type": "scatter", "mode": "lines", "x": best_x, "y": best_y, "line": {"color": COLORS["chosen"], "width": 3},
+         "hoverinfo": "skip", "name": "best finished sequence"},
+        {"type": "scatter", "mode": "markers+text", "x": [0], "y": [0], "text": ["prompt"],
+         "textposition": "middle left", "marker": {"color": "#636363", "size": 10}, "name": "prompt",
+         "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "markers+text", "name": "beams",
+         "x": [position[n.ids][0] for n in nodes], "y": [position[n.ids][1] for n in nodes],
+         "text": [n.label for n in nodes], "textposition": "top center",
+         "customdata": _r([n.score for n in nodes], 4),
+         "marker": {"size": 9, "color": [COLORS["chosen"] if n.kept_to_end else COLORS["kept"] for n in nodes]},
+         "hovertemplate": "%{text}<br>sum of log p %{customdata:.3f}<extra></extra>"},
+    ]
+    layout = {"title": title, "xaxis": {"title": "generated tokens", "dtick": 1}, "showlegend": True,
+              "yaxis": {"title": "rank at that length (best on top)", "showticklabels": False},
+              "height": 420, "legend": {"orientation": "h", "y": -0.2}}
+    return traces, layout
+
+
+def beam_tree_figure(nodes: list[BeamNode], title: str = "beam search: every beam kept at each step") -> go.Figure:
+    return figure(beam_tree_spec(nodes, title))
+
+
+# ---- the generation pipeline with live shapes (chapter 1) --------------------------------------
+@dataclass
+class PipelineStage:
+    name: str  # "tokenizer", "prefill", ...
+    what: str  # what goes in and comes out, in words
+    shape: str  # the live shape or value, as text
+
+
+def pipeline_stages(lm, prompt: str, params: SamplingParams | None = None) -> list[PipelineStage]:
+    """Run one prompt through tokenizer → prefill → one decode step → sampler → detokenizer, with the
+    engine's own calls, and record the shape at each stage."""
+    from ..sampling import process_logits, sample
+
+    params = params or SamplingParams(temperature=0)
+    tok = lm.tokenizer
+    ids = tok.encode(prompt)
+    cache = lm.new_cache(max_len=len(ids) + 2)
+    logits = lm.prefill(ids, cache)  # [1, V]
+    first = int(sample(process_logits(logits, params, [ids], [[]]), params)[0])
+    cache_shape = (lm.config.n_layers, *cache.keys(0).shape)  # [L, B, n_kv, T, d] for K (and the same for V)
+    step_logits = lm.decode_step(first, cache)  # [1, V]
+    second = int(sample(process_logits(step_logits, params, [ids], [[first]]), params)[0])
+    text = tok.decode([first, second])
+    return [
+        PipelineStage("tokenizer", f"{len(prompt)} characters → ids", f"ids [{len(ids)}]"),
+        PipelineStage("prefill", "every prompt token at once; fills the KV cache",
+                      f"[1, {len(ids)}] → logits {list(logits.shape)}"),
+        PipelineStage("KV cache", "K and V of every layer", f"K, V: {list(cache_shape)} each"),
+        PipelineStage("decode loop", "one token per step, reads the cache",
+                      f"[1, 1] → logits {list(step_logits.shape)}"),
+        PipelineStage("sampler", "logits → one id (" + ("greedy" if params.greedy else "sampled") + ")",
+                      f"ids {first}, {second}"),
+        PipelineStage("detokenizer", "ids → text", repr(text)),
+    ]
+
+
+def pipeline_spec(stages: list[PipelineStage], title: str = "one prompt through the pipeline") \
+        -> tuple[list[dict], dict]:
+    """Boxes left to right, each with its name, what it does and the live shape; arrows between them."""
+    shapes, annotations = [], []
+    width, gap = 1.0, 0.35
+    for i, stage in enumerate(stages):
+        x0 = i * (width + gap)
+        color = "#fdd0a2" if stage.name in ("decode loop", "sampler") else "#c6dbef"
+        shapes.append({"type": "rect", "x0": x0, "x1": x0 + width, "y0": 0, "y1": 1, "fillcolor": color,
+                       "line": {"color": "#636363"}, "layer": "below"})
+        annotations.append({"x": x0 + width / 2, "y": 0.78, "text": f"<b>{stage.name}</b>", "showarrow": False})
+        annotations.append({"x": x0 + width / 2, "y": 0.5, "text": stage.what, "showarrow": False,
+                            "font": {"size": 10}})
+        annotations.append({"x": x0 + width / 2, "y": 0.22, "text": stage.shape, "showarrow": False,
+                            "font": {"size": 11, "family": "monospace"}})
+        if i:
+            annotations.append({"x": x0, "y": 0.5, "ax": x0 - gap, "ay": 0.5, "xref": "x", "yref": "y",
+                                "axref": "x", "ayref": "y", "text": "", "showarrow": True, "arrowhead": 2})
+    n = len(stages)
+    layout = {"title": title, "shapes": shapes, "annotations": annotations, "height": 260,
+              "xaxis": {"visible": False, "range": [-0.1, n * (width + gap) - gap + 0.1]},
+              "yaxis": {"visible": False, "range": [-0.1, 1.1]}, "margin": {"t": 40, "b": 10, "l": 10, "r": 10}}
+    return [], layout
+
+
+def pipeline_figure(stages: list[PipelineStage], title: str = "one prompt through the pipeline") -> go.Figure:
+    return figure(pipeline_spec(stages, title))
