@@ -19,7 +19,7 @@ demo: setup
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 test: setup
-	$(VENV)/bin/ruff check teachllm tests scripts notebooks/src book
+	$(VENV)/bin/ruff check teachllm tests scripts notebooks/src notebooks/solutions book
 	$(PINNED) $(PY) -m pytest
 	$(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb
 
@@ -48,7 +48,7 @@ book: setup
 	@echo "book: open book/_build/html/index.html"
 
 lint: setup
-	$(VENV)/bin/ruff check teachllm tests scripts notebooks/src
+	$(VENV)/bin/ruff check teachllm tests scripts notebooks/src notebooks/solutions book
 
 bench: setup
 	$(PY) -m teachllm.bench

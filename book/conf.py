@@ -31,7 +31,7 @@ extensions = [
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "_vendor", "README.md", "solutions/*.py", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_vendor", "README.md", "Thumbs.db", ".DS_Store"]
 templates_path = []
 
 # ---- notebooks: render the committed outputs, never execute ----------------------------------------

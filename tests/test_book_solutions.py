@@ -1,4 +1,4 @@
-"""The book's exercise solutions (book/solutions/chNN.py) run and their asserts hold.
+"""The book's exercise solutions (notebooks/solutions/chNN.py) run and their asserts hold.
 
 Each is a standalone script on the bundled model (CPU, float32); it checks its answers against a hand
 count, a formula, transformers or an uncached/unbatched run. One file per chapter notebook.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = sorted((ROOT / "book" / "solutions").glob("ch[0-9][0-9].py"))
+SOLUTIONS = sorted((ROOT / "notebooks" / "solutions").glob("ch[0-9][0-9].py"))
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 TIMEOUT_S = 600  # seconds each on an idle 2-core machine; the limit leaves room for a busy one
 
