@@ -33,7 +33,7 @@ def _params(args: argparse.Namespace):
 def _load(args: argparse.Namespace):
     import teachllm as tl
 
-    lm = tl.load(args.model, device=args.device, dtype=args.dtype)
+    lm = tl.load(args.model, device=args.device, dtype=args.dtype, weights=args.weights)
     prompt = args.prompt
     if args.chat:
         prompt = lm.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
@@ -146,6 +146,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--model", default=None, help="checkpoint folder, .gguf file or Hub id (default: bundled)")
         p.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
         p.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: bf16 GPU, fp32 CPU)")
+        p.add_argument("--weights", choices=("float", "gguf"), default="float",
+                       help="float: de-quantised (default); gguf: the GGUF file's own 4/8-bit blocks (CPU)")
         g = p.add_argument_group("sampling (see teachllm.SamplingParams)")
         g.add_argument("--temperature", type=float, default=temperature, help=f"0 = greedy (default {temperature})")
         g.add_argument("--top-k", type=int, default=0)
