@@ -19,7 +19,7 @@ and reports medians over repetitions. It measures
    transformers bfloat16, each with its bytes read per step ÷ step time as a fraction of the measured
    bandwidth; and what each costs in quality against float32: max |Δlogit| and mean KL over 20
    prompts, perplexity of a fixed English and a fixed Chinese paragraph.
-   `--weights-only` runs this part alone (about a minute).
+   `--weights-only` runs this part alone.
 
 The report is printed and written as JSON (default artifacts/bench/bench-<device>.json).
 Timing does not depend on weight values, so `--random-weights` (the bundled architecture built

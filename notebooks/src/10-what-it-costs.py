@@ -590,7 +590,9 @@ for name, b in step_bytes.items():
 # A memory-bound step takes at least bytes ÷ bandwidth, so the roofline (with the bandwidth measured in
 # 10.8) predicts tokens/s = bandwidth ÷ bytes per step. Now the measurement: greedy decode of 16 tokens
 # after a short prompt, for float32, bfloat16 (`tl.load(dtype="bfloat16")`) and the file's own blocks, the
-# three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds):
+# three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds). They run on one thread: each of
+# the 4-bit kernel's calls is tiny, and on a busy machine threads that wait for each other cost more than
+# they gain:
 
 # %% tags=["nbval-ignore-output"]
 from teachllm.bench import greedy_speeds, quality, teachllm_greedy  # noqa: E402
@@ -598,7 +600,10 @@ from teachllm.bench import greedy_speeds, quality, teachllm_greedy  # noqa: E402
 lm16 = tl.load(dtype="bfloat16")
 models = {"float32": lm, "bfloat16": lm16, "4-bit (this file)": qlm}
 ids = tok.encode("The history of the printing press begins")
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
 speeds = greedy_speeds({name: (lambda k, m=m: teachllm_greedy(m, ids, k)) for name, m in models.items()}, 16, 2)
+torch.set_num_threads(threads)
 flops = cost.decode_cost(config, T).flops  # FLOPs of one step: the same in every precision
 print(f"{'':<20}{'MB/step':>8}{'roofline tokens/s':>19}{'measured':>10}{'× float32':>11}{'× bandwidth':>13}")
 rows = []
