@@ -255,8 +255,8 @@ def greedy_speeds(runs: dict, n: int, reps: int) -> dict[str, dict]:
     out = {}
     for name in runs:
         ttft, total = statistics.median(times[name, 1]), statistics.median(times[name, n])
-        out[name] = {"ttft_s": ttft, "step_s": (total - ttft) / (n - 1),
-                     "decode_tokens_per_s": (n - 1) / max(total - ttft, 1e-9), "tokens": tokens[name]}
+        step = (total - ttft) / (n - 1) if total > ttft else float("nan")  # nan: a busy moment hid the steps
+        out[name] = {"ttft_s": ttft, "step_s": step, "decode_tokens_per_s": 1 / step, "tokens": tokens[name]}
     return out
 
 
