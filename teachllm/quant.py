@@ -14,7 +14,7 @@ the stored integers and multiply with them directly:
   - `torch._weight_int4pack_mm_for_cpu` (4-bit integers in groups, one scale and one zero per group
     and output row) for the Q4_1 matrices, and for the Q8_0 head written as two 4-bit digits;
   - the activations enter the kernel in bfloat16 (its fast path: with float32 activations the same
-    kernel is ~40× slower per call on this CPU than with bfloat16) and the result leaves in float32,
+    kernel was about 45× slower per call on this CPU than with bfloat16) and the result leaves in float32,
     so norms, attention and the residual stream stay float32;
   - the kernel's per-group scale and zero are bfloat16 too (d and m are float16 in the file, so they
     lose 3 of their 11 significant bits), and so is its output. The integers are never changed: every
