@@ -13,7 +13,13 @@ and reports medians over repetitions. It measures
 2. teachllm's decode throughput at several batch sizes: tokens/s = batch × steps / time, next to
    the roofline's prediction (a step takes max(FLOPs / peak, bytes / bandwidth));
 3. prefill time against prompt length and decode step time against context length, each with its
-   FLOPs, bytes, intensity, achieved FLOP/s and the roof's attainable FLOP/s.
+   FLOPs, bytes, intensity, achieved FLOP/s and the roof's attainable FLOP/s;
+4. the weights' precision (bundled GGUF model on the CPU): greedy decode tokens/s of teachllm float32,
+   teachllm with the GGUF's own 4/8-bit blocks (`tl.load(weights="gguf")`), transformers float32 and
+   transformers bfloat16, each with its bytes read per step ÷ step time as a fraction of the measured
+   bandwidth; and what each costs in quality against float32: max |Δlogit| and mean KL over 20
+   prompts, perplexity of a fixed English and a fixed Chinese paragraph.
+   `--weights-only` runs this part alone.
 
 The report is printed and written as JSON (default artifacts/bench/bench-<device>.json).
 Timing does not depend on weight values, so `--random-weights` (the bundled architecture built
@@ -34,6 +40,7 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, LlamaConfig
 
+from . import quant
 from .config import ModelConfig
 from .cost import decode_cost
 from .lm import LanguageModel, load
@@ -181,6 +188,140 @@ def batch_throughput(lm: LanguageModel, ids: list[int], s: Settings, roof: Devic
     return rows
 
 
+# ---- 4. the weights' precision: float32, the GGUF's own blocks, bfloat16 -------------------------
+QUALITY_PROMPTS = [  # 20 prompts: English, Chinese, code, chat, numbers
+    "The three primary colours are", "Once upon a time, in a small village by the sea,",
+    "The capital of France is", "Water boils at a temperature of", "Photosynthesis is the process by which",
+    "In 1969, the first humans to walk on the Moon were", "def fibonacci(n):\n    if n < 2:\n        return n\n",
+    "import numpy as np\nx = np.linspace(0, 1, 100)\n", "SELECT name, age FROM users WHERE",
+    "The quick brown fox jumps over the lazy dog. The quick brown fox", "1, 2, 3, 5, 8, 13, 21,",
+    "<|im_start|>user\nWhat is the capital of Japan?<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
+    "My favourite recipe for a quick dinner is", "The most important rule of writing clear code is",
+    "人工智能正在改变我们的生活方式，", "北京是中国的首都，也是", "今天天气很好，我们去公园",
+    "Le chat est sur la table, et le chien", "Dear customer, thank you for your order. Your package",
+]
+ENGLISH_PARAGRAPH = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
+                     "combined movable metal type, oil-based ink and a wooden screw press adapted from wine making. "
+                     "Within fifty years, presses had spread to more than two hundred cities across Europe, the "
+                     "price of books fell sharply, and pamphlets carried news, sermons and arguments further than "
+                     "any handwritten copy ever had.")
+CHINESE_PARAGRAPH = ("印刷术是中国古代四大发明之一。早在唐朝，人们就开始使用雕版印刷书籍。到了北宋时期，毕昇发明了"
+                     "活字印刷术，用胶泥制成单个的字，排版之后可以反复使用，大大提高了印刷的效率。这项技术后来"
+                     "传到了朝鲜、日本和欧洲，对世界文化的传播产生了深远的影响。")
+
+
+def perplexity(logits: torch.Tensor, ids: list[int]) -> float:
+    """exp(mean negative log-likelihood of each next token) from logits [1, S, V] over ids (S tokens)."""
+    logp = torch.log_softmax(logits[0, :-1].float(), dim=-1)  # [S-1, V]
+    target = torch.tensor(ids[1:])  # [S-1]
+    return float(torch.exp(-logp.gather(-1, target[:, None]).mean()))
+
+
+def quality(forward, reference, tokenizer) -> dict:
+    """How far a model's logits are from the float32 reference's: both are functions ids → [1, S, V].
+
+    max |Δlogit| over every position of the 20 prompts; mean KL(float32 ‖ model) over those positions;
+    perplexity of the English and the Chinese paragraph under both.
+    """
+    worst, kls = 0.0, []
+    for text in QUALITY_PROMPTS:
+        ids = tokenizer.encode(text)
+        ref, got = reference(ids).float(), forward(ids).float()  # [1, S, V]
+        worst = max(worst, float((got - ref).abs().max()))
+        kl = torch.sum(ref.softmax(-1) * (ref.log_softmax(-1) - got.log_softmax(-1)), dim=-1)  # [1, S]
+        kls.append(kl.flatten())
+    out = {"max_abs_logit_diff": worst, "mean_kl": float(torch.cat(kls).mean())}
+    for name, text in (("english", ENGLISH_PARAGRAPH), ("chinese", CHINESE_PARAGRAPH)):
+        ids = tokenizer.encode(text)
+        out[f"ppl_{name}"] = perplexity(forward(ids), ids)
+        out[f"ppl_{name}_float32"] = perplexity(reference(ids), ids)
+    return out
+
+
+def greedy_speeds(runs: dict, n: int, reps: int) -> dict[str, dict]:
+    """Decode tokens/s of several greedy generators (functions k → k new tokens), run in turn.
+
+    Each run is timed at k = 1 and k = n; decode tokens/s = (n − 1) / (time(n) − time(1)), medians over
+    `reps` rounds. Within a round they alternate, so that a busy moment slows all of them."""
+    tokens = {name: generate(n) for name, generate in runs.items()}  # warm-up, and the tokens
+    times = {(name, k): [] for name in runs for k in (1, n)}
+    for _ in range(reps):
+        for name, generate in runs.items():
+            for k in (1, n):
+                start = clock("cpu")
+                generate(k)
+                times[name, k].append(clock("cpu") - start)
+    out = {}
+    for name in runs:
+        ttft, total = statistics.median(times[name, 1]), statistics.median(times[name, n])
+        step = (total - ttft) / (n - 1) if total > ttft else float("nan")  # nan: a busy moment hid the steps
+        out[name] = {"ttft_s": ttft, "step_s": step, "decode_tokens_per_s": 1 / step, "tokens": tokens[name]}
+    return out
+
+
+def agreeing_prefix(a: list[int], b: list[int]) -> int:
+    """How many tokens two greedy runs share before they first differ."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def compare_weights(lm: LanguageModel, hf, ids: list[int], s: Settings, roof: Device) -> dict:
+    """Section 4: float32, the GGUF's own blocks and bfloat16, in speed and in quality (CPU, bundled model)."""
+    gguf = load(weights="gguf", device="cpu", progress=False)
+    hf_bf16 = AutoModelForCausalLM.from_pretrained(checkpoint_folder(), dtype=torch.bfloat16).eval()
+    n = s.new_tokens
+    runs = {"teachllm float32": lambda k: teachllm_greedy(lm, ids, k),
+            "teachllm gguf (Q4_1 + Q8_0)": lambda k: teachllm_greedy(gguf, ids, k),
+            "transformers float32": lambda k: hf_greedy(hf, ids, k),
+            "transformers bfloat16": lambda k: hf_greedy(hf_bf16, ids, k)}
+    speeds = greedy_speeds(runs, n, s.reps)
+
+    # bytes one decode step reads, at the middle step's context: the weights, plus the K and V read and written
+    c = lm.config
+    kv32 = decode_cost(c, len(ids) + n // 2, 1, torch.float32)
+    kv16 = decode_cost(c, len(ids) + n // 2, 1, torch.bfloat16)
+    step_bytes = {"teachllm float32": kv32.bytes, "transformers float32": kv32.bytes,
+                  "transformers bfloat16": kv16.bytes,
+                  "teachllm gguf (Q4_1 + Q8_0)": kv32.bytes - kv32.weight_bytes + quant.weight_bytes_read(gguf.model)}
+    for name, row in speeds.items():
+        row["bytes_per_step"] = step_bytes[name]
+        row["bandwidth_fraction"] = step_bytes[name] / row["step_s"] / roof.bandwidth
+        row["roofline_tokens_per_s"] = roof.bandwidth / step_bytes[name]  # memory-bound: one step reads them once
+    reference = speeds["teachllm float32"]["tokens"]
+    for row in speeds.values():
+        row["same_tokens_as_float32"] = agreeing_prefix(row.pop("tokens"), reference)
+
+    def hf_logits(model):
+        return torch.no_grad()(lambda i: model(torch.tensor([i])).logits)
+
+    qualities = {"teachllm gguf (Q4_1 + Q8_0)": quality(gguf.forward, lm.forward, lm.tokenizer),
+                 "transformers bfloat16": quality(hf_logits(hf_bf16), lm.forward, lm.tokenizer)}
+    q_speed = speeds["teachllm gguf (Q4_1 + Q8_0)"]["decode_tokens_per_s"]
+    return {"speed": speeds, "quality": qualities,
+            "gguf_over_transformers_float32": q_speed / speeds["transformers float32"]["decode_tokens_per_s"],
+            "gguf_over_transformers_bfloat16": q_speed / speeds["transformers bfloat16"]["decode_tokens_per_s"],
+            "gguf_over_teachllm_float32": q_speed / speeds["teachllm float32"]["decode_tokens_per_s"]}
+
+
+def format_weights(w: dict, n: int) -> str:
+    lines = [f"4. weights' precision, greedy, batch 1   decode tokens/s   MB read/step   × bandwidth   "
+             f"roofline tokens/s   same tokens (of {n})"]
+    for name, row in w["speed"].items():
+        lines.append(f"   {name:<36}{row['decode_tokens_per_s']:>12.1f}{row['bytes_per_step'] / 1e6:>15.1f}"
+                     f"{row['bandwidth_fraction']:>14.2f}{row['roofline_tokens_per_s']:>20.1f}"
+                     f"{row['same_tokens_as_float32']:>15}")
+    lines.append(f"   gguf ÷ transformers float32 ×{w['gguf_over_transformers_float32']:.2f}, "
+                 f"÷ transformers bfloat16 ×{w['gguf_over_transformers_bfloat16']:.2f}, "
+                 f"÷ teachllm float32 ×{w['gguf_over_teachllm_float32']:.2f}")
+    lines.append("   quality against float32 (20 prompts)   max |Δlogit|   mean KL   "
+                 "ppl English (fp32)   ppl Chinese (fp32)")
+    for name, q in w["quality"].items():
+        lines.append(f"   {name:<36}{q['max_abs_logit_diff']:>12.3f}{q['mean_kl']:>12.2e}"
+                     f"{q['ppl_english']:>10.3f} ({q['ppl_english_float32']:.3f}){q['ppl_chinese']:>10.3f} "
+                     f"({q['ppl_chinese_float32']:.3f})")
+    return "\n".join(lines)
+
+
 # ---- the whole run -------------------------------------------------------------------------------
 def run(lm: LanguageModel, hf, ids: list[int], s: Settings, name: str = "model", roof: Device | None = None) -> dict:
     """All three measurements; returns the JSON-ready report. `roof`: the device's roof (measured if None)."""
@@ -243,6 +384,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for PyTorch (default: its own choice); 1 is steadier on a shared machine")
     parser.add_argument("--out", default=None, help="JSON path (default artifacts/bench/bench-<device>.json)")
+    parser.add_argument("--weights-only", action="store_true",
+                        help="only part 4: float32, the GGUF's own 4/8-bit blocks and bfloat16 (bundled model, CPU)")
     args = parser.parse_args(argv)
     transformers.logging.set_verbosity_error()
 
@@ -259,8 +402,21 @@ def main(argv=None) -> dict:
     else:
         lm, hf = checkpoint_models(args.model, device, dtype)
         ids, name = lm.tokenizer.encode(PROMPT), lm.name
-    report = run(lm, hf, ids, settings, name)
-    print(format_report(report))
+    roof = measure_device(lm.device, lm.dtype)
+    weights_part = not args.random_weights and args.model is None and device.type == "cpu" and dtype == torch.float32
+    if args.weights_only:
+        if not weights_part:
+            parser.error("--weights-only needs the bundled model on the CPU in float32")
+        report = {"setup": {"model": name, "device": str(device), "threads": torch.get_num_threads(),
+                            "torch": torch.__version__, "settings": asdict(settings)},
+                  "roofline": {**asdict(roof), "ridge": roof.ridge}}
+    else:
+        report = run(lm, hf, ids, settings, name, roof)
+        print(format_report(report))
+    if weights_part:
+        report["weights"] = compare_weights(lm, hf, ids, settings, roof)
+        print(f"\nroof: bandwidth {roof.bandwidth / 1e9:.1f} GB/s (measured)")
+        print(format_weights(report["weights"], settings.new_tokens))
     out = Path(args.out or f"artifacts/bench/bench-{device.type}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))

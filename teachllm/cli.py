@@ -73,7 +73,7 @@ def _load(args: argparse.Namespace):
         prompt.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("the prompt is not valid UTF-8 text; check the terminal's encoding") from None
-    lm = tl.load(args.model, device=args.device, dtype=args.dtype)
+    lm = tl.load(args.model, device=args.device, dtype=args.dtype, weights=args.weights)
     if args.chat:
         prompt = lm.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
     ids = lm.tokenizer.encode(prompt)
@@ -187,6 +187,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="auto (TEACHLLM_DEVICE if set, else CUDA if present), cpu or cuda")
         p.add_argument("--dtype", default=None,
                        help="float32, bfloat16 or float16 (default: TEACHLLM_DTYPE if set, else bf16 GPU, fp32 CPU)")
+        p.add_argument("--weights", choices=("float", "gguf"), default="float",
+                       help="float: de-quantised (default); gguf: the GGUF file's own 4/8-bit blocks (CPU)")
         _add_sampling_flags(p.add_argument_group("sampling (every field of teachllm.SamplingParams)"), name)
     return parser
 

@@ -301,19 +301,32 @@ def _id_lists(ids):
 
 
 def load(name_or_path: str | os.PathLike | None = None, device: str | torch.device = "auto", dtype=None,
-         progress: bool = True) -> LanguageModel:
+         progress: bool = True, weights: str = "float") -> LanguageModel:
     """Load a Llama-family checkpoint into teachllm's decoder.
 
     name_or_path: None for the bundled SmolLM2-135M-Instruct; a local checkpoint folder; a .gguf file;
     or a Hugging Face Hub id. device: "auto" (CUDA if present, else CPU), "cpu", "cuda", ...
     dtype: None (bfloat16 on a GPU, float32 on the CPU), or "float32" / "bfloat16" / "float16".
+    weights: "float" (every matrix de-quantised to `dtype`: the reference) or "gguf" (a GGUF file's
+    matrices kept in their shipped 4- and 8-bit blocks, multiplied by PyTorch's packed int4 kernel on
+    the CPU; see teachllm.quant). With "gguf", "auto" means the CPU.
     """
+    from .loading import WEIGHTS, gguf_file, quantise_from_gguf
+
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+    if weights == "gguf":
+        source = gguf_file(name_or_path)  # checked before any conversion starts
+        device = torch.device("cpu") if str(device) == "auto" else device
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
     folder = checkpoint_folder(name_or_path, progress=progress)
     config = ModelConfig.from_pretrained(folder)
     model = build_model(config, read_safetensors(folder), device, dtype)
+    if weights == "gguf":
+        model = quantise_from_gguf(model, source, device, dtype)
     has_tokenizer = (folder / "tokenizer.json").is_file() or (folder / "tokenizer.model").is_file()
     tokenizer = Tokenizer.from_pretrained(folder) if has_tokenizer else None
     name = "SmolLM2-135M-Instruct" if name_or_path is None else str(name_or_path)
+    name += " (weights=gguf)" if weights == "gguf" else ""
     return LanguageModel(model, tokenizer, name=name)

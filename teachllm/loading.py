@@ -449,3 +449,28 @@ def build_model(config: ModelConfig, tensors: dict[str, torch.Tensor], device: t
         model.lm_head.weight = model.embed_tokens.weight  # one matrix, used twice
     model.inv_freq = rope_inv_freq(config).to(device)  # computed, not stored in checkpoints
     return model.eval().requires_grad_(False)  # inference only: calling any piece directly builds no graph
+
+
+# ---- keeping a GGUF file's own precision (tl.load(weights="gguf")) -----------------------------------
+WEIGHTS = ("float", "gguf")
+
+
+def gguf_file(name_or_path: str | os.PathLike | None) -> Path:
+    """The GGUF file whose blocks weights="gguf" keeps: the bundled one, or the .gguf file given."""
+    if name_or_path is None:
+        return bundled_gguf()
+    path = Path(name_or_path).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path
+    raise ValueError(f"weights='gguf' keeps a GGUF file's own 4- and 8-bit blocks, so it needs a .gguf file "
+                     f"(or nothing, for the bundled model); {name_or_path!r} is not one. Use weights='float'.")
+
+
+def quantise_from_gguf(model, gguf_path: Path, device: torch.device, dtype: torch.dtype):
+    """Swap the float model's matrices for the GGUF file's packed blocks (teachllm.quant), in place."""
+    from .quant import quantise_model
+
+    if device.type != "cpu" or dtype != torch.float32:
+        raise ValueError(f"weights='gguf' runs on the CPU with float32 activations around the packed matrices; "
+                         f"got device={device}, dtype={dtype}. Use device='cpu' (and no dtype).")
+    return quantise_model(model, gguf_path)

@@ -25,7 +25,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import teachllm as tl
-from teachllm import cost, viz
+from teachllm import cost, quant, viz
 from teachllm.roofline import PhasePoint, format_points
 
 pio.renderers.default = "plotly_mimetype"  # JupyterLab draws the figures itself: nothing comes from a CDN
@@ -542,6 +542,122 @@ print(f"tokens/s for this request: {1 / tpot:.1f}; the roof allows "
 # kernels (FlashAttention, fused operators). Decode gets bigger batches (continuous batching, chapter 11),
 # fewer bytes (KV-cache quantisation, GQA) and fewer steps (speculative decoding, chapter 13).
 #
+# ## 10.13 Fewer bytes per weight: the model as it ships
+#
+# Decode at batch 1 reads every weight once per token, so its speed is set by the bytes, and the bytes by
+# how many bits each weight takes. The bundled file is not float32: it stores the layers' matrices as
+# **Q4_1** (blocks of 32 weights, each a 4-bit integer q in 0..15, with a float16 scale d and minimum m per
+# block: w = d·q + m, 5 bits per weight in all) and the embedding, which is also the LM head, as **Q8_0**
+# (8-bit integers, one float16 scale per 32: 8.5 bits per weight). `tl.load()` de-quantises all of it to
+# float32. `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly, through PyTorch's
+# packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.quant`:
+
+# %%
+qlm = tl.load(weights="gguf")  # the same file, its matrices kept in 4 and 8 bits
+gate = qlm.model.layers[0].mlp.gate_proj
+print(gate)
+print("row 0, block 0: q =", gate.q[0, :32].tolist())
+print(f"                d = {float(gate.d[0, 0]):.6g}, m = {float(gate.m[0, 0]):.6g}")
+print("dequantize() equals tl.load()'s float32 weight:",
+      torch.equal(gate.dequantize(), lm.model.layers[0].mlp.gate_proj.weight))
+print(qlm.model.lm_head)
+
+# %% [markdown]
+# The kernel computes w = (q − 8)·s + z per group, which is Q4_1 with s = d and z = m + 8d. The Q8_0 head
+# has no matching CPU kernel (PyTorch's int8 one takes one scale per row, not per 32 weights), so it is
+# written as two 4-bit digits, q + 128 = 16·hi + lo, and goes through the 4-bit kernel twice, reading as
+# many bytes as 8 bits would. The embedding lookup still uses the float32 table: it reads one row per
+# token, which costs memory, not time.
+#
+# What one decode step reads, at 96 tokens of context (weights + K and V read and written; the cache stays
+# in the model's activation dtype). int8 here means Q8_0 blocks for every matrix; no int8 model is built
+# in this chapter, so it gets a prediction only:
+
+# %%
+T = 96
+kv32, kv16 = cost.decode_cost(config, T, dtype="float32"), cost.decode_cost(config, T, dtype="bf16")
+kv_only = {"float32": kv32.bytes - kv32.weight_bytes, "bfloat16": kv16.bytes - kv16.weight_bytes}
+step_bytes = {
+    "float32": kv32.weight_bytes + kv_only["float32"],
+    "bfloat16": kv16.weight_bytes + kv_only["bfloat16"],
+    "int8 (Q8_0)": config.n_params * 34 // 32 + kv_only["float32"],
+    "4-bit (this file)": quant.weight_bytes_read(qlm.model) + kv_only["float32"],
+}
+for name, b in step_bytes.items():
+    print(f"{name:<20}{b / 1e6:8.1f} MB per step   {step_bytes['float32'] / b:4.1f}× fewer than float32")
+
+# %% [markdown]
+# A memory-bound step takes at least bytes ÷ bandwidth, so the roofline (with the bandwidth measured in
+# 10.8) predicts tokens/s = bandwidth ÷ bytes per step. Now the measurement: greedy decode of 16 tokens
+# after a short prompt, for float32, bfloat16 (`tl.load(dtype="bfloat16")`) and the file's own blocks, the
+# three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds). They run on one thread: each of
+# the 4-bit kernel's calls is tiny, and on a busy machine threads that wait for each other cost more than
+# they gain:
+
+# %% tags=["nbval-ignore-output"]
+from teachllm.bench import greedy_speeds, quality, teachllm_greedy  # noqa: E402
+
+lm16 = tl.load(dtype="bfloat16")
+models = {"float32": lm, "bfloat16": lm16, "4-bit (this file)": qlm}
+ids = tok.encode("The history of the printing press begins")
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+speeds = greedy_speeds({name: (lambda k, m=m: teachllm_greedy(m, ids, k)) for name, m in models.items()}, 16, 2)
+torch.set_num_threads(threads)
+flops = cost.decode_cost(config, T).flops  # FLOPs of one step: the same in every precision
+print(f"{'':<20}{'MB/step':>8}{'roofline tokens/s':>19}{'measured':>10}{'× float32':>11}{'× bandwidth':>13}")
+rows = []
+for name, b in step_bytes.items():
+    predicted = device.bandwidth / b
+    measured = speeds[name]["decode_tokens_per_s"] if name in speeds else None
+    rows.append(dict(name=name, intensity=flops / b, predicted_flops=flops * predicted,
+                     measured_flops=flops * measured if measured else None))
+    if measured:
+        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>19.1f}{measured:>10.1f}"
+              f"{measured / speeds['float32']['decode_tokens_per_s']:>11.2f}{b * measured / device.bandwidth:>13.2f}")
+    else:
+        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>19.1f}{'—':>10}")
+
+# %% tags=["nbval-ignore-output"]
+viz.figures.precision_roofline_figure(device, rows)
+
+# %% [markdown]
+# Open circles are where the roof puts each precision, dots where it landed. All of them sit far left of
+# the ridge: fewer bytes per weight move a step along the sloped, memory-bound part of the roof, and the
+# 4-bit model is several times faster than float32 here (the table gives this run's factor). bfloat16 halves
+# the bytes, but how much of that becomes speed depends on how well the CPU's matmul kernels handle
+# bfloat16 (the table shows this machine). None of them reaches its circle, for the reason of 10.8: a step
+# is hundreds of small operations.
+#
+# **Prefill and decode take the same path.** The 4-bit kernel was faster than float32 MKL at every prompt
+# length we measured, short and long, so there is no separate de-quantised path for long prompts.
+#
+# What it costs in quality, against the float32 model: the largest difference of any logit and the mean KL
+# divergence over 20 prompts, and the perplexity of an English and a Chinese paragraph (`teachllm.bench.quality`;
+# a few seconds):
+
+# %% tags=["nbval-ignore-output"]
+print(f"{'':<20}{'max |Δlogit|':>13}{'mean KL':>10}{'ppl English':>13}{'ppl Chinese':>13}")
+losses = {}
+for name in ("bfloat16", "4-bit (this file)"):
+    q = losses[name] = quality(models[name].forward, lm.forward, tok)
+    print(f"{name:<20}{q['max_abs_logit_diff']:>13.2f}{q['mean_kl']:>10.1e}{q['ppl_english']:>13.2f}"
+          f"{q['ppl_chinese']:>13.2f}")
+print(f"{'float32':<20}{0:>13.2f}{0:>10.1e}{q['ppl_english_float32']:>13.2f}{q['ppl_chinese_float32']:>13.2f}")
+four = losses["4-bit (this file)"]
+assert four["max_abs_logit_diff"] < 1.5 and four["mean_kl"] < 3e-3  # the bounds of tests/test_quant.py
+for lang in ("english", "chinese"):
+    assert abs(four[f"ppl_{lang}"] / four[f"ppl_{lang}_float32"] - 1) < 0.02  # perplexity within 2%
+
+# %% [markdown]
+# The 4-bit integers are exactly the file's (every `dequantize()` equals the float32 weight), so the whole
+# difference is bfloat16 rounding inside the kernel: it takes bfloat16 activations, keeps the per-block
+# scale and zero in bfloat16, and returns bfloat16. That moves a logit by less than 1.5 and the perplexity
+# by less than 2% (the cell asserts both): no more than running the float32 weights in bfloat16 does. Other
+# combinations were tried: float32 activations into the same kernel give almost exactly the float32 logits but
+# run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
+# costs a second pass without removing the output's rounding. Those numbers are in the README.
+#
 # ## Summary
 # - A matmul (m×k)·(k×n) costs 2mkn FLOPs. The lecture's layer costs 24bsh² + 4bs²h. The seed's Llama-7B
 #   estimate (4.56 TFLOPs for 1,000 tokens) leaves out the projections, half the MLP and half of attention:
@@ -554,6 +670,9 @@ print(f"tokens/s for this request: {1 / tpot:.1f}; the roof allows "
 #   decode does 0.5 FLOP/byte in float32 (about 1 in bfloat16) and is memory-bound. Prefill is compute-bound.
 # - Batching decode reuses each weight read for b tokens, until the KV cache dominates the bytes.
 # - TTFT follows prefill's FLOPs; TPOT follows decode's bytes.
+# - Decode's speed follows the bytes per weight. The bundled file in its own 4- and 8-bit blocks
+#   (`tl.load(weights="gguf")`) reads about a fifth of float32's bytes per step and decodes several times
+#   faster, at the cost of bfloat16-sized rounding in the logits.
 #
 # ## Exercises
 # 1. At what prompt length does attention (Q·Kᵀ and scores·V) reach half of this model's prefill FLOPs?

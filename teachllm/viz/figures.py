@@ -266,3 +266,29 @@ def roofline_spec(device, points) -> tuple[list[dict], dict]:
 def roofline_figure(device, points) -> go.Figure:
     """The roof min(peak, bandwidth × intensity) on log axes, with the measured prefill and decode points."""
     return figure(roofline_spec(device, points))
+
+
+def precision_roofline_spec(device, rows: list[dict]) -> tuple[list[dict], dict]:
+    """The memory-bound part of the roof, with one predicted and (where measured) one measured point per
+    weight precision. rows: dicts with name, intensity (FLOP/byte of a decode step), predicted_flops
+    (the roof at that intensity) and measured_flops (FLOPs of a step / its time; None if not measured)."""
+    traces, layout = roofline_spec(device, [])
+    palette = ["#3182bd", "#31a354", "#756bb1", "#e6550d", "#636363"]
+    for row, color in zip(rows, palette, strict=False):
+        traces.append(dict(type="scatter", name=f"{row['name']} (roofline)", mode="markers",
+                           x=[_sig(row["intensity"])], y=[_sig(row["predicted_flops"])],
+                           marker=dict(size=12, color=color, symbol="circle-open", line=dict(width=2)),
+                           hovertemplate="%{x:.2f} FLOP/byte, %{y:.3s}FLOP/s predicted<extra></extra>"))
+        if row.get("measured_flops"):
+            traces.append(dict(type="scatter", name=f"{row['name']} (measured)", mode="markers",
+                               x=[_sig(row["intensity"])], y=[_sig(row["measured_flops"])],
+                               marker=dict(size=10, color=color),
+                               hovertemplate="%{x:.2f} FLOP/byte, %{y:.3s}FLOP/s measured<extra></extra>"))
+    xs = [r["intensity"] for r in rows]
+    layout["xaxis"]["range"] = [math.log10(min(xs) / 2), math.log10(device.ridge * 4)]
+    return traces, layout
+
+
+def precision_roofline_figure(device, rows: list[dict]) -> go.Figure:
+    """Decode at batch 1 for several weight precisions: where the roofline puts each, and where it lands."""
+    return figure(precision_roofline_spec(device, rows))

@@ -1,0 +1,133 @@
+"""tl.load(weights="gguf"): the GGUF file's own Q4_1 / Q8_0 blocks, multiplied by PyTorch's packed int4 kernel.
+
+References: the float32 weights `tl.load()` gives (transformers' GGUF converter de-quantises them, and
+un-permutes llama.cpp's q/k rows), the `gguf` package's own de-quantiser, transformers in bfloat16 on the
+same weights, and the float32 model's logits and greedy tokens.
+"""
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGUFReader
+from gguf.quants import dequantize
+
+import teachllm as tl
+from teachllm.cli import main
+from teachllm.quant import Q4_1Linear, Q8_0Linear
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+PROMPTS = [
+    "The three primary colours are",
+    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+    "人工智能正在改变我们的生活方式，",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+]
+
+
+@pytest.fixture(scope="module")
+def qlm():
+    return tl.load(weights="gguf", progress=False)
+
+
+@pytest.fixture(scope="module")
+def hf_bf16():
+    from transformers import AutoModelForCausalLM
+
+    folder = tl.loading.checkpoint_folder(progress=False)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16).eval()
+
+
+def quantised(qlm):
+    return {name: m for name, m in qlm.model.named_modules() if isinstance(m, (Q4_1Linear, Q8_0Linear))}
+
+
+def test_every_packed_matrix_dequantises_to_the_float32_weight(lm, qlm):
+    layers = quantised(qlm)
+    c = lm.config
+    assert len(layers) == 7 * c.n_layers + 1  # q, k, v, o, gate, up, down per layer, and the LM head
+    assert isinstance(layers["lm_head"], Q8_0Linear)
+    for name, layer in layers.items():
+        reference = lm.model.get_submodule(name).weight  # float32, from transformers' converter
+        assert torch.equal(layer.dequantize(), reference), name  # bit for bit, q/k row order included
+
+
+def test_block_format_matches_the_gguf_packages_dequantiser(qlm):
+    """The docstring's block layout, checked against the gguf package on the file's own (un-permuted) rows."""
+    reader = GGUFReader(str(tl.loading.bundled_gguf()))
+    tensors = {t.name: t for t in reader.tensors}
+    for gguf_name, ours in (("blk.0.ffn_down.weight", "layers.0.mlp.down_proj"), ("token_embd.weight", "lm_head")):
+        t = tensors[gguf_name]
+        expected = dequantize(np.array(t.data), t.tensor_type).reshape(t.data.shape[0], -1)
+        assert np.array_equal(qlm.model.get_submodule(ours).dequantize().numpy(), expected)
+    q = qlm.model.layers[0].mlp.up_proj.q
+    assert q.dtype == torch.uint8 and int(q.min()) == 0 and int(q.max()) == 15
+
+
+def test_logits_close_to_float32(lm, qlm, hf_bf16):
+    """Bound: max |Δlogit| ≤ 1.5 and mean KL(float32 ‖ gguf) ≤ 3e-3 nats per position, and no worse than
+    transformers in bfloat16 on the same weights.
+
+    Why: the integers are exact (test above), so the whole difference is bfloat16 rounding inside the
+    kernel: activations, per-group scales and zeros, and the output each keep 8 significant bits, a
+    relative error of up to 2⁻⁹ ≈ 0.2% per rounding, through 30 layers. The logits run to about ±30, so
+    errors of a few tenths are what bfloat16 gives; transformers' own bfloat16 model, the usual way to
+    halve the bytes, lands in the same range (measured on these prompts: gguf max 0.74, KL 1.2e-3; transformers
+    bf16 max 1.81, KL 1.7e-3; over the bench's 20 prompts: gguf max 1.15).
+    """
+    ours, theirs = [], []
+    worst = 0.0
+    for text in PROMPTS:
+        ids = lm.tokenizer.encode(text)
+        ref = lm.forward(ids)  # [1, S, V]
+        got = qlm.forward(ids)
+        with torch.no_grad():
+            bf16 = hf_bf16(torch.tensor([ids])).logits.float()
+        worst = max(worst, float((got - ref).abs().max()))
+        logp = ref.log_softmax(-1)
+        ours.append((logp.exp() * (logp - got.log_softmax(-1))).sum(-1).flatten())  # KL per position
+        theirs.append((logp.exp() * (logp - bf16.log_softmax(-1))).sum(-1).flatten())
+        assert torch.equal(got[0, -1].argmax(), ref[0, -1].argmax()), text
+    kl, kl_bf16 = float(torch.cat(ours).mean()), float(torch.cat(theirs).mean())
+    assert worst <= 1.5
+    assert kl <= 3e-3
+    assert kl <= kl_bf16
+
+
+def test_greedy_text_agrees_until_a_near_tie(lm, qlm, greedy):
+    """Greedy decoding (prefill + decode_step, the cached path), 32 tokens per prompt.
+
+    On the English and the chat prompt the tokens equal the float32 model's for all 32 (or until EOS).
+    Where they part (measured: the Chinese prompt after 6 tokens, the code prompt after 28), float32's
+    own top two tokens were within 0.06 logits of each other: a near-tie that an error of a few tenths
+    (the bound above) may flip. So: at least 6 tokens agree everywhere, and at the first difference
+    float32's margin between the two tokens is under 0.5 logits.
+    """
+    for text in PROMPTS:
+        ids = lm.tokenizer.encode(text)
+        ref, got = greedy(lm, ids, 32), greedy(qlm, ids, 32)
+        n = next((i for i, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b), None)
+        if text in PROMPTS[:2]:
+            assert n is None and ref == got, text
+        if n is not None:
+            assert n >= 6, text
+            logits = lm.forward(ids + ref[:n])[0, -1]  # float32's logits at the step where they part
+            assert float(logits[ref[n]] - logits[got[n]]) < 0.5, text
+
+
+def test_weights_option_is_checked(tmp_path):
+    with pytest.raises(ValueError, match="weights must be one of"):
+        tl.load(weights="int3")
+    with pytest.raises(ValueError, match="needs a .gguf file"):
+        tl.load(tmp_path, weights="gguf")
+
+
+def test_cli_weights_gguf(qlm, greedy, capsys):
+    main(["step", "The capital of France is", "--max-tokens", "4", "--weights", "gguf", "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert "(weights=gguf)" in out
+    ids = qlm.tokenizer.encode("The capital of France is")
+    expected = greedy(qlm, ids, 4)
+    assert repr(qlm.tokenizer.decode(expected, skip_special_tokens=True)) in out
+    main(["generate", "The capital of France is", "--max-tokens", "4", "--temperature", "0", "--weights", "gguf"])
+    assert qlm.tokenizer.decode(expected, skip_special_tokens=True) in capsys.readouterr().out
