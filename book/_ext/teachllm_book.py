@@ -11,7 +11,9 @@ What it does, in the order a build meets it:
      draws it with the one local plotly.js, so it stays interactive (hover, zoom);
    - an ipywidgets view (``application/vnd.jupyter.widget-view+json``; its state is not saved and its
      JavaScript would come from a CDN) becomes a note naming the widget and saying where it runs;
-   - cells tagged ``solution`` (hidden in JupyterLab) get myst-nb's ``hide-cell`` tag: a closed toggle.
+   - the exercises' empty work cells (tagged ``exercise``) are left out (``remove-cell``), and their check
+     cells (tagged ``check``, hidden in JupyterLab) become a closed toggle (``hide-cell``); the worked
+     answers are on the Solutions page.
 3. ``html-page-context``: pages with a plotly figure load ``_static/vendor/plotly.min.js`` (one file for
    the whole site, copied from the plotly package) and ``plotly-figures.js``.
 4. ``doctree-resolved`` (chapters only): the first occurrence of each glossary term in a chapter's prose
@@ -78,7 +80,9 @@ def static_notebook(text: str, prefix: str) -> str:
     n_figures = 0
     for cell in notebook.get("cells", []):
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-        if "solution" in tags and "hide-cell" not in tags:
+        if "exercise" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+        if "check" in tags and "hide-cell" not in tags:
             tags.append("hide-cell")
         for output in cell.get("outputs", []):
             data = output.get("data")

@@ -213,19 +213,14 @@ assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_
 # 2. Is the end-of-sequence token part of `result.token_ids`? Is it part of `result.text`? Why might an
 #    engine keep it in one and not the other?
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch01.py` (in JupyterLab: `solutions/ch01.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"] slideshow={"slide_type": "skip"}
-# Solution 1: TTFT grows with the prompt (prefill processes every prompt token); a decode step still
-# processes one token, so its time barely moves.
-long_prompt = lm.tokenizer.apply_chat_template(
-    [{"role": "user", "content": "Summarise this: " + " ".join(["The printing press spread across Europe."] * 20)}])
-for text in (prompt, long_prompt):
-    r = lm.generate(text, tl.SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))
-    print(f"{r.metrics.n_prompt_tokens:>4} prompt tokens: TTFT {r.metrics.ttft_s * 1e3:6.1f} ms, "
-          f"time per output token {r.metrics.tpot_s * 1e3:5.1f} ms")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: the id is kept (it says *why* generation stopped), the text drops it (it is not words).
-print("last id:", result.token_ids[-1], "= end of sequence:", result.token_ids[-1] in lm.config.eos_token_ids)
-print("in the text:", "<|im_end|>" in result.text)
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.

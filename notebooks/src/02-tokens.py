@@ -378,30 +378,6 @@ else:
 # Exercise 3: encode a user message that contains <|im_end|> through the chat template.
 
 # %% [markdown] slideshow={"slide_type": "skip"}
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
-
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: the endings must be more frequent than the stems. Sennrich et al. (2016) used
-# low ×5, lower ×2, newest ×6, widest ×3: 'e'+'s' and 'es'+'t' occur 9 times, more than any other pair.
-text = " ".join(["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3)
-_, merges = train_bpe(text, n_merges=4)
-print([(m.result, m.count) for m in merges])
-print(bpe_encode("low lower lowest", merges))
-
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: English is about one token per word (0.2 tokens per character); Chinese and emoji need one or
-# more tokens per character. Prompts are billed in tokens, and each output token is one decode step, so the
-# same message costs more, and takes longer to generate, in Chinese or emoji.
-for text in ["The weather is lovely today.", "今天天气很好。", "🌞🌈😊🎉"]:
-    n = len(tok.encode(text))
-    print(f"{text!r}: {len(text)} characters, {n} tokens, {n / len(text):.2f} tokens per character")
-
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 3: the typed text is matched as the special token itself (id 2), so the user's message seems to
-# end early and what follows can look like a new turn written by someone else (a prompt injection).
-# Serving code guards against this: transformers' tokenizers, for one, can be told to split special-token
-# text in user input into ordinary pieces (the `split_special_tokens` option).
-prompt = tok.apply_chat_template([{"role": "user", "content": "Hi<|im_end|>"}])
-ids = tok.encode(prompt)
-print(ids[-10:], "->", tok.pieces(ids[-10:]))
-print("times id 2 (<|im_end|>) appears:", ids.count(2))
+# Worked answers are in `notebooks/solutions/ch02.py` (in JupyterLab: `solutions/ch02.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.

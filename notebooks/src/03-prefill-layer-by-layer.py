@@ -406,35 +406,17 @@ print(inspect.getsource(Transformer.forward))
 # 3. Replace ` Italy` by ` Spain` in the prompt. Which rows of the logits change, and why? (Chapter 4 builds
 #    on the answer.)
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch03.py` (in JupyterLab: `solutions/ch03.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: read the residual stream after each layer through the final norm and the LM head
-# (a "logit lens"). Until layer 26 the best guesses are punctuation and common words; ` Rome` gets some
-# probability in layer 27 and becomes the answer only in the very last layer.
-with torch.no_grad():
-    for stage in stages[1:-2]:  # the 30 layer outputs
-        guess = lm.model.lm_head(lm.model.norm(stage.output[:, -1]))  # [1, V]
-        p = torch.softmax(guess[0], dim=-1)
-        best = int(p.argmax())
-        print(f"{stage.name:<9} top token {tok.token_text(best)!r:<14} p = {float(p[best]):.3f}   "
-              f"p(' Rome') = {float(p[greedy_token]):.3f}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: yes. The head looks one step back on random tokens too: it goes by position, not meaning.
-random_ids = torch.randint(0, cfg.vocab_size, (24,), generator=torch.Generator().manual_seed(0)).tolist()
-random_trace = tl.Trace()
-lm.prefill(random_ids, lm.new_cache(max_len=24), trace=random_trace)
-pattern = random_trace.layers[1].probs[0, 2]  # [24, 24]
-prev = torch.stack([pattern[i, i - 1] for i in range(1, 24)])
-print(f"random tokens: mean attention on the previous token {float(prev.mean()):.3f}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 3: only the rows from ` Spain` on. Row i depends on tokens 0 … i alone (the causal mask), so
-# the rows before the change are the same numbers; the last two rows see the new word and change.
-other_ids = tok.encode(prompt.replace("Italy", "Spain"))
-other_logits = lm.forward(other_ids)  # [1, S, V]
-changed = [i for i in range(S) if (other_logits[0, i] - full_logits[0, i]).abs().max() > 1e-4]
-print("tokens:", tok.pieces(other_ids))
-print("rows that changed:", changed)
-print("new prediction after ' is':", repr(tok.token_text(int(other_logits[0, -1].argmax()))))
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: your answer here.

@@ -421,46 +421,27 @@ CacheGrowthView(lm, prompt, params)
 # 3. Llama-2-7B in fp16 on an 80 GB GPU: after the weights, how many tokens of KV cache fit? How many
 #    would fit if it had 8 KV heads, as Llama-2-70B has?
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch04.py` (in JupyterLab: `solutions/ch04.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"] slideshow={"slide_type": "skip"}
-# Solution 1: the same tokens, and slower, though by far less than the FLOP ratio (4.4: the steps are
-# memory-bound). The times depend on the machine, so this cell's output is not checked.
-import time
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-n = 12
-start = time.perf_counter()
-seq = list(ids)
-for _ in range(n):
-    seq.append(int(lm.forward(seq)[0, -1].argmax()))  # recompute everything, keep the last row
-no_cache_s = time.perf_counter() - start
-start = time.perf_counter()
-cached = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)).token_ids
-cache_s = time.perf_counter() - start
-assert seq[S:] == cached
-print(f"same {n} tokens; without a cache {no_cache_s:.2f} s, with it {cache_s:.2f} s "
-      f"({no_cache_s / cache_s:.1f}× slower without)")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: yes: a token's K and V depend only on the tokens up to it, so equal beginnings give equal
-# cache slots. A server can compute a shared prefix (a system prompt, say) once and reuse its slots for
-# every request that starts with it: prefix caching.
-short_ids = tok.encode("The capital of France is Paris.")
-n_shared = len(short_ids)
-assert ids[:n_shared] == short_ids
-cache_a, cache_b = lm.new_cache(max_len=n_shared), lm.new_cache(max_len=S)
-lm.prefill(short_ids, cache_a)
-lm.prefill(ids, cache_b)
-for i in range(L):
-    assert same(cache_a.keys(i), cache_b.keys(i)[:, :, :n_shared])
-    assert same(cache_a.values(i), cache_b.values(i)[:, :, :n_shared])
-print(f"the {n_shared} shared tokens have the same K and V in all {L} layers; only the other "
-      f"{S - n_shared} differ")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: your answer here.
+my_tokens = None  # your answer: tokens of KV cache that fit, 32 KV heads
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 3: about 127,000 tokens (30 whole sequences of 4,096), and four times as many with 8 KV heads.
-gpu = 80e9
-free = gpu - tl.cost.weight_bytes(llama2_7b, "float16")
-for name, c in (("32 KV heads", llama2_7b), ("8 KV heads", dataclasses.replace(llama2_7b, n_kv_heads=8))):
-    tokens = int(free // tl.cost.kv_cache_bytes(c, 1, dtype="float16"))
-    print(f"{name}: {free / 1e9:.1f} GB free → {tokens:,} tokens = {tokens // 4096} sequences of 4,096")
+# %% tags=["check"] jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
+# Check exercise 3: set my_tokens (tokens of KV cache that fit with 32 KV heads) in the cell above, then run this.
+if my_tokens is None:
+    print("set my_tokens in the cell above first")
+else:
+    _free = 80e9 - tl.cost.weight_bytes(llama2_7b, "float16")
+    _want = _free // tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16")
+    print("correct (within 5%)" if abs(my_tokens - _want) <= 0.05 * _want else "not yet: count the bytes per token again")

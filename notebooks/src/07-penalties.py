@@ -308,36 +308,17 @@ for name, penalties in tips.items():
 # 3. Why does the repetition penalty multiply a negative logit by *r* instead of dividing it? Take a token
 #    with a negative logit, pretend it was seen, and compare multiplying with dividing.
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch07.py` (in JupyterLab: `solutions/ch07.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: presence breaks the loop between 1.0 and 1.5 and the list goes on: it costs the comma (needed
-# after every animal) the same whatever the count. Frequency charges the comma again after every animal,
-# so the loop breaks, but so does the list.
-for name in ("presence_penalty", "frequency_penalty"):
-    for value in (0.5, 1.0, 1.5):
-        ids = results.get(f"{name}={value}")  # 0.5 and 1.5 were generated in section 7.3
-        if ids is None:
-            ids = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **{name: value})).token_ids
-        print(f"{name} = {value}: repeated 3-grams {repeated_trigrams(ids):>2}  {tok.decode(ids)!r}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: every line starts with the tokens '\n', '2', ' x'. The 2-gram ban sees that '\n' '2' is
-# already in the prompt, so no new line may start with '2': the table cannot go on. The repetition penalty
-# lowers every digit and symbol already seen, and the model drops the format. Both damage a text in which
-# repetition is correct.
-table = "2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n"
-for settings in ({}, {"no_repeat_ngram_size": 2}, {"repetition_penalty": 1.3}):
-    out = lm.generate(table, tl.SamplingParams(temperature=0, max_tokens=12, **settings))
-    print(f"{settings or 'no penalty'}: {out.text!r}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 3: dividing a negative logit by r > 1 moves it towards 0, i.e. *up*: the "penalised" token would
-# become more likely. Multiplying moves it down. (On this model the tokens already seen nearly always have
-# positive logits, so the negative branch is rare; here we borrow the lowest logit of the vocabulary.)
-print(f"negative logits at this step: {int((logits < 0).sum())} of {logits.numel()}; seen and negative: "
-      f"{sum(1 for j in set(history) if logits[j] < 0)}")
-j = int(logits.argmin())
-penalised = apply_repetition_penalty(logits, [j], 1.2)  # pretend token j was seen
-print(f"{tok.token_text(j)!r}: logit {float(logits[j]):.2f} -> penalised {float(penalised[j]):.2f} "
-      f"(x 1.2); dividing instead would give {float(logits[j] / 1.2):.2f}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: your answer here.

@@ -239,30 +239,14 @@ except ValueError as error:
 #    greedy and once with beam search (*k* = 4, 30 tokens), and compare the average log-probability per
 #    token (what lp = 1 ranks by). Which would you rather read?
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch08.py` (in JupyterLab: `solutions/ch08.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: k = 1 keeps only the best candidate each step, which is greedy decoding. Wider beams look at
-# more paths and here find ever more probable continuations (this is usual, but not guaranteed).
-one_beam = list(tl.beam_search_steps(lm, prompt_ids, tl.SamplingParams(num_beams=1, max_tokens=8)))[-1]
-assert one_beam.finished[0].token_ids == greedy_ids
-print(f"k = 1 (= greedy)  total log p = {sum(greedy_lp):8.3f}   {tok.decode(greedy_ids)!r}")
-by_width = {3: outputs["beam search (k=3)"]}  # k = 3 ran in section 8.1
-for k in (2, 5):
-    by_width[k] = lm.generate(prompt_ids, tl.SamplingParams(num_beams=k, max_tokens=8)).token_ids
-for k, ids in sorted(by_width.items()):
-    print(f"k = {k}             total log p = {sum(token_logprobs(prompt_ids, ids)):8.3f}   {tok.decode(ids)!r}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: no. Here greedy's answer has the better average log-probability, but beam search dropped
-# the greedy path at step 7, when four other beams had higher sums, and never saw it again. Beam search
-# prunes: it is a heuristic, not an exact search. And both texts repeat themselves (chapter 7).
-poem_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Write a one-line poem about the sea."}]))
-greedy_poem = lm.generate(poem_ids, tl.SamplingParams(temperature=0, max_tokens=30)).token_ids
-beam_steps = list(tl.beam_search_steps(lm, poem_ids, tl.SamplingParams(num_beams=4, max_tokens=30)))
-beam_poem = beam_steps[-1].finished[0].token_ids
-for name, ids in (("greedy", greedy_poem), ("beam k=4", beam_poem)):
-    lps = token_logprobs(poem_ids, ids)
-    print(f"{name:<9} {len(ids)} tokens, average log p = {sum(lps) / len(ids):.3f}\n   {tok.decode(ids)!r}")
-dropped = next(s.index + 1 for s in beam_steps if greedy_poem[: s.index + 1] not in [b.token_ids for b in s.running])
-print(f"the greedy path left the beams at step {dropped}: {tok.decode(greedy_poem[:dropped])!r}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.

@@ -257,16 +257,6 @@ else:
     print("set both predictions in the cell above first")
 
 # %% [markdown] slideshow={"slide_type": "skip"}
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
-
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: stop strings are searched in the text, and the text skips special tokens, so "<|im_end|>"
-# never appears in it. A stop id is checked on the ids; ignore_eos turns off only the EOS rule.
-for rule in ({"stop": ["<|im_end|>"]}, {"stop_token_ids": [2]}):
-    out = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=20, ignore_eos=True, **rule))
-    print(rule, "->", repr(out.text), out.finish_reason, out.stop_reason)
-
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: EOS is masked for all ten tokens, so generation can only end by length, and id 2 never appears.
-out = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=10, min_tokens=10))
-print(repr(out.text), "| finish reason:", out.finish_reason, "| id 2 in output:", 2 in out.token_ids)
+# Worked answers are in `notebooks/solutions/ch09.py` (in JupyterLab: `solutions/ch09.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.

@@ -682,33 +682,17 @@ for lang in ("english", "chinese"):
 # 3. Time a decode step at 64 and at 2,048 tokens of context, at batch 1 and 16. Which one grows with the
 #    context, and why?
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch10.py` (in JupyterLab: `solutions/ch10.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution 1: per layer and token, the linear part costs 2·h·(n_h + 2·n_kv)·d + 2·n_h·d·h + 6·h·f and
-# attention 4·s·n_h·d. They are equal at s* = linear / (4·n_h·d); the LM head shifts this a little.
-for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
-    h_, d_, f_ = cfg.hidden_size, cfg.head_dim, cfg.intermediate_size
-    linear = 2 * h_ * (cfg.n_heads + 2 * cfg.n_kv_heads) * d_ + 2 * cfg.n_heads * d_ * h_ + 6 * h_ * f_
-    s_star = linear / (4 * cfg.n_heads * d_)
-    first = next(n for n in range(1, 100_000) if cost.prefill_flops(cfg, n).attention_fraction >= 0.5)
-    print(f"{name}: formula s* = {s_star:,.0f} tokens; cost.prefill_flops first reaches 50% at {first:,} tokens")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution 2: never. The weights are read once per step, but every sequence reads its own KV cache. As the
-# batch grows, FLOPs and KV bytes grow together, and the intensity levels off at (FLOPs per sequence) /
-# (KV bytes per sequence), below the ridge of 295. Decode with long contexts stays memory-bound.
-for batch in (1, 16, 64, 256, 1024, 4096):
-    c = cost.decode_cost(config, 1000, batch_size=batch, dtype="bf16")
-    print(f"batch {batch:>5}: {c.intensity:6.1f} FLOP/byte (ridge {h100.ridge:.0f})")
-per_seq = cost.decode_flops(config, 1000).total  # FLOPs of one sequence's step
-kv_per_seq = cost.kv_cache_bytes(config, 1000, dtype="bf16") + cost.kv_cache_bytes(config, 1, dtype="bf16")
-print(f"limit: {per_seq / kv_per_seq:.1f} FLOP/byte (one sequence's FLOPs / the KV bytes it reads and writes)")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution", "nbval-ignore-output"]
-# Solution 3: the step at batch 16 grows with the context. Sixteen caches of 2,048 tokens are 16 × 94 MB
-# of float32 K and V, far more than the weights, and all of it is read every step. At batch 1, 94 MB is
-# small next to the weights (538 MB).
-context_points = cost.measure_phases(lm, prefill_lengths=(), decode_batches=(1, 16), decode_contexts=(64, 2048),
-                                     device=device, reps=2, budget_s=1.0)
-print(format_points(context_points))
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: your answer here.

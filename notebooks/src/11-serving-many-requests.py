@@ -350,42 +350,17 @@ for name, run in chunk_runs.items():
 # 3. Run `long_prompt_joins(True, budget)` with budgets of 8, 32 and 128. How do the long prompt's TTFT (in
 #    iterations) and the largest iteration change? What would you choose for a chat service?
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch11.py` (in JupyterLab: `solutions/ch11.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: in the same iteration. The scheduler first gives every decoding request one token, then fills
-# what is left of the token budget with a chunk of the new prompt. The engine runs two forward calls on the
-# same weights — decodes [3, 1] and the prefill chunk [1, 29] — and samples a token only for requests whose
-# tokens are all computed: the decoders get one, the chunk's request gets none until its last chunk.
-# (vLLM goes one step further: it flattens all the iteration's tokens into a single forward call.)
-run = chunk_runs["chunked, budget 32"]
-mixed = [r for r in run.timeline if r.decode_ids and r.prefill]
-print(f"{len(mixed)} of {run.iterations} iterations mix prefill and decode; the first and the last of them:")
-for record in (mixed[0], mixed[-1]):
-    print(describe_iteration(record))
-    (rid, start, n), = record.prefill
-    print(f"  → {len(record.decode_ids)} decode tokens + {n} prompt tokens = {record.num_tokens} "
-          f"≤ budget {run.config['max_num_batched_tokens']}; request {rid} "
-          f"{'got its first token' if rid in record.sampled else 'got no token yet'}\n")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: one request at a time, so both policies are the same: each request takes one iteration for its
-# prefill (which gives the first token) and one per further token, i.e. Σ output tokens iterations.
-first_four = slice(0, 4)
-expected = sum(p.max_tokens for p in workload.params[first_four])
-for policy in ("static", "continuous"):
-    run = ServingEngine(lm, ServingConfig(policy=policy, max_num_seqs=1)).run(workload.prompts[first_four],
-                                                                              workload.params[first_four])
-    print(f"{policy:<11} {run.iterations} iterations (Σ output tokens = {expected})")
-    assert run.iterations == expected
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 3: a smaller budget caps every iteration lower (smoother decoding for everyone) but spreads the
-# prompt over more iterations (a later first token for it). The budget trades the long prompt's TTFT against
-# everyone else's time between tokens. On a GPU engines use budgets of thousands of tokens: an iteration of
-# that size still takes only tens of milliseconds there, and it keeps the hardware busy.
-for budget in (8, 32, 128):
-    run = long_prompt_joins(True, budget)
-    long = run.requests[-1]
-    print(f"budget {budget:>3}: long prompt TTFT {long.first_iteration - long.arrival_iteration + 1:>2} iterations, "
-          f"largest iteration {max(r.num_tokens for r in run.timeline):>3} tokens, {run.iterations} iterations in all")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: your answer here.

@@ -327,41 +327,28 @@ print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.byt
 # 3. A prompt of exactly 16 tokens is sent twice, with blocks of 16. How many of its tokens does the second
 #    request find in the cache, and why not all of them?
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch12.py` (in JupyterLab: `solutions/ch12.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: waste shrinks with the block size (at most bs − 1 slots per request), while the table grows
-# (one entry per block). vLLM's default of 16 keeps both small.
-lengths = [s.prompt_len + s.output_len - 1 for s in run.requests]  # the last token is sampled, never stored
-print(f"tokens per request: {lengths}, {sum(lengths)} in all")
-print(f"{'block size':>10} {'allocated':>9} {'wasted':>7} {'table entries':>13}")
-for bs in (1, 4, 16, 64):
-    blocks = [BlockManager(1, bs).blocks_for(n) for n in lengths]  # ceil(n / bs)
-    allocated = sum(blocks) * bs
-    print(f"{bs:>10} {allocated:>9} {(allocated - sum(lengths)) / allocated:>7.1%} {sum(blocks):>13}")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: the scheduler preempts the newest running request when a decode step finds no free block: its
-# blocks are freed and it goes back to the queue, to be recomputed later (vLLM's "recompute" preemption).
-# Every request still gets the same tokens; the cost is the recomputed work.
-small = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=24))
-small_run = small.run(chats, tl.SamplingParams(temperature=0, max_tokens=32))
-assert [o.token_ids for o in small_run.outputs] == [o.token_ids for o in run.outputs]  # the same tokens
-for record in small_run.timeline:
-    for rid in record.preempted:
-        back = next(r for r in small_run.timeline if r.index > record.index and any(p[0] == rid for p in r.prefill))
-        (_, _, n), = [p for p in back.prefill if p[0] == rid]
-        print(f"iteration {record.index}: no free block for a decode, request {rid} preempted; "
-              f"back in iteration {back.index}, where it prefilled {n} tokens again (prompt + output so far, "
-              f"less what the prefix cache still held)")
-print(f"{small_run.iterations} iterations with 24 blocks; the outputs are the same as with 28")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 3: none. The last prompt token must be computed to get the logits of the first output token, so at
-# most (tokens − 1) // block_size full blocks are reused: (16 − 1) // 16 = 0. With 17 tokens, one block (16).
-cache_engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=16))
-for n in (16, 17):
-    prompt = text[:n]
-    cache_engine.run([prompt], tl.SamplingParams(temperature=0, max_tokens=1))  # first time: fills the cache
-    again = cache_engine.run([prompt], tl.SamplingParams(temperature=0, max_tokens=1))
-    print(f"{n} tokens sent twice: the second found {again.requests[0].num_cached_tokens} in the cache")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: your answer here.
+my_found = None  # your answer: tokens the second request finds in the cache
+
+# %% tags=["check"] jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
+# Check exercise 3: set my_found (tokens the second request finds in the cache) in the cell above, then run this.
+if my_found is None:
+    print("set my_found in the cell above first")
+else:
+    _engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=16))
+    _engine.run([text[:16]], tl.SamplingParams(temperature=0, max_tokens=1))
+    _again = _engine.run([text[:16]], tl.SamplingParams(temperature=0, max_tokens=1))
+    print("correct" if my_found == _again.requests[0].num_cached_tokens else "not yet: which token must be computed?")

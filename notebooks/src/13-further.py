@@ -34,7 +34,6 @@ from teachllm.serving import (
     quality_table,
     quantize_int8,
     shift_keys,
-    speculative_generate,
 )
 from teachllm.serving.bench import DOCUMENTS, QUESTION
 from teachllm.viz.serving import blend_quality_figure
@@ -315,39 +314,17 @@ print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**
 # 3. With the 29-layer draft, try γ = 1, 2, 4 and 6 (12 tokens). How do the acceptance rate and the tokens per
 #    target call change, and why does a larger γ not keep helping?
 #
-# The solutions are in the hidden cells below: click the "…" to open them once you have an answer.
+# Worked answers are in `notebooks/solutions/ch13.py` (in JupyterLab: `solutions/ch13.py` in the file
+# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
+# "Run All" included, never runs them; the test suite does.
+#
+# Work in the cells below, one per exercise.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 1: only blocks whose whole prefix matches are found. "doc 2 + doc 1" starts differently, so nothing
-# is found, although both documents were computed a moment before. "doc 1 + doc 3" shares document 1 (31 tokens)
-# and the token after it ("Document", with which documents 2 and 3 both begin): two full blocks of 16.
-docs_engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=64))
-question = tok.encode(" Question: who studies octopuses?", add_special_tokens=False)
-one = tl.SamplingParams(temperature=0, max_tokens=1)
-for order in ((0, 1), (1, 0), (0, 2)):
-    prompt_ids = sum((chunks[i] for i in order), []) + question
-    run = docs_engine.run([prompt_ids], one)
-    print(f"documents {order[0] + 1} + {order[1] + 1} + question: {len(prompt_ids)} tokens, "
-          f"{run.requests[0].num_cached_tokens} found in the cache")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 1: your answer here.
 
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 2: at layer 0 a token's K and V do not depend on the other tokens (up to the position shift, which
-# is exact), so every deviation there is ~0 and the choice is no better than chance; the deviation becomes
-# informative at layer 1, where the missing cross-attention first shows.
-from teachllm.serving.cacheblend import compare_logits, logits_after  # noqa: E402
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: your answer here.
 
-stored = [precompute_chunk(lm, c) for c in chunks]
-reference = lm.forward(context + suffix)[0, len(context):]  # full prefill: logits over the question
-for full_layers in (1, 2):
-    b = blend(lm, stored, ratio=0.15, full_layers=full_layers)
-    q = compare_logits(reference, logits_after(lm, b.k, b.v, suffix), suffix)
-    print(f"full_layers={full_layers}: max deviation {float(b.deviation.max()):8.4f}, compute "
-          f"{b.recompute_fraction:.3f}, KL {q['kl']:.4f}, perplexity {q['ppl']:.3f}")
-
-# %% jupyter={"source_hidden": true} tags=["solution"] slideshow={"slide_type": "skip"}
-# Solution 3: a larger γ proposes more tokens per call, but each further proposal is accepted only if all the
-# earlier ones were, so the tokens per call level off while the draft's work keeps growing linearly.
-for gamma in (1, 2, 4, 6):
-    r = speculative_generate(lm, prompt, max_tokens=12, draft_layers=29, gamma=gamma)
-    print(f"γ = {gamma}: acceptance {r.acceptance_rate:.2f}, {r.tokens_per_target_call:.2f} tokens per target call, "
-          f"{r.target_calls} target calls, {r.proposed} draft proposals")
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: your answer here.
