@@ -40,7 +40,7 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from . import quant
+from . import quant, texts
 from .config import ModelConfig
 from .cost import decode_cost
 from .lm import LanguageModel, load
@@ -52,8 +52,7 @@ from .roofline import Device, PhasePoint, clock, format_points, measure_device, 
 SMOLLM2_135M = ModelConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, n_layers=30, n_heads=9,
                            n_kv_heads=3, head_dim=64, max_position_embeddings=8192, rope_theta=100000.0,
                            rms_norm_eps=1e-5, tie_word_embeddings=True, bos_token_id=1, eos_token_ids=(2,))
-PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
-          "combined movable metal type, oil-based ink and a wooden screw press.")
+PROMPT = texts.ENGLISH.split(". ")[0] + "."  # the shared paragraph's first sentence, about 30 tokens
 
 
 @dataclass
@@ -120,11 +119,18 @@ def teachllm_greedy(lm: LanguageModel, ids: list[int], n_new: int) -> list[int]:
 
 
 @torch.no_grad()
-def hf_greedy(hf, ids: list[int], n_new: int) -> list[int]:
-    """transformers' generate with greedy settings and exactly n_new new tokens."""
+def hf_greedy(hf, ids: list[int], n_new: int, exact: bool = True, **kwargs) -> list[int]:
+    """The reference: transformers' generate with greedy settings, for the benchmark and the parity tests.
+
+    exact: exactly n_new new tokens (the end-of-sequence token does not stop it); otherwise up to n_new,
+    stopping at end-of-sequence. kwargs go to `generate` (repetition_penalty=..., no_repeat_ngram_size=...;
+    num_beams=k makes it transformers' beam search).
+    """
     input_ids = torch.tensor([ids], device=hf.device)  # [1, S]
+    if exact:
+        kwargs["min_new_tokens"] = n_new
     out = hf.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
-                      max_new_tokens=n_new, min_new_tokens=n_new, pad_token_id=0)
+                      max_new_tokens=n_new, pad_token_id=0, **kwargs)
     return out[0, len(ids):].tolist()
 
 
@@ -201,14 +207,7 @@ QUALITY_PROMPTS = [  # 20 prompts: English, Chinese, code, chat, numbers
     "人工智能正在改变我们的生活方式，", "北京是中国的首都，也是", "今天天气很好，我们去公园",
     "Le chat est sur la table, et le chien", "Dear customer, thank you for your order. Your package",
 ]
-ENGLISH_PARAGRAPH = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
-                     "combined movable metal type, oil-based ink and a wooden screw press adapted from wine making. "
-                     "Within fifty years, presses had spread to more than two hundred cities across Europe, the "
-                     "price of books fell sharply, and pamphlets carried news, sermons and arguments further than "
-                     "any handwritten copy ever had.")
-CHINESE_PARAGRAPH = ("印刷术是中国古代四大发明之一。早在唐朝，人们就开始使用雕版印刷书籍。到了北宋时期，毕昇发明了"
-                     "活字印刷术，用胶泥制成单个的字，排版之后可以反复使用，大大提高了印刷的效率。这项技术后来"
-                     "传到了朝鲜、日本和欧洲，对世界文化的传播产生了深远的影响。")
+ENGLISH_PARAGRAPH, CHINESE_PARAGRAPH = texts.ENGLISH, texts.CHINESE  # perplexity is measured on these
 
 
 def perplexity(logits: torch.Tensor, ids: list[int]) -> float:

@@ -1,7 +1,7 @@
 """Sample texts shared by the tests, the benchmarks and the chapters, so that each exists once.
 
 Both paragraphs were written for teachllm. The English one is long enough for prompts of a few hundred
-tokens when repeated; the Chinese one explains, in the course's own terms, what the chapters teach.
+tokens when repeated; the Chinese one tells the same story from its beginning in China.
 """
 
 ENGLISH = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined "
@@ -9,10 +9,6 @@ ENGLISH = ("The history of the printing press begins in the fifteenth century, w
            "years, presses had spread to more than two hundred cities across Europe, the price of books fell "
            "sharply, and pamphlets carried news, sermons and arguments further than any handwritten copy. ")
 
-CHINESE = ("大语言模型生成文本分为两个阶段。第一个阶段叫预填充：模型一次读入整段提示词，并行计算每个位置的键和值，"
-           "把它们存进 KV 缓存，然后给出第一个 token 的概率分布。第二个阶段叫解码：模型每一步只处理一个新 token，"
-           "从 KV 缓存里读出之前所有位置的键和值，算出下一个 token 的 logits，再由采样器按温度、top-k、top-p "
-           "等规则选出一个 token。预填充的计算量大，但可以充分利用矩阵乘法，是计算受限的；解码每一步都要把全部"
-           "权重从内存里读一遍，计算却很少，是访存受限的。所以首 token 时延主要由预填充决定，而每个输出 token "
-           "的时延主要由解码决定。服务很多请求时，连续批处理让新请求随时加入正在解码的批次，分页的 KV 缓存"
-           "按块分配显存，减少碎片，还能让前缀相同的请求共享同一批块。")
+CHINESE = ("印刷术是中国古代四大发明之一。早在唐朝，人们就开始使用雕版印刷书籍。到了北宋时期，毕昇发明了"
+           "活字印刷术，用胶泥制成单个的字，排版之后可以反复使用，大大提高了印刷的效率。这项技术后来"
+           "传到了朝鲜、日本和欧洲，对世界文化的传播产生了深远的影响。")

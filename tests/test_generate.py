@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import teachllm as tl
-from teachllm import SamplingParams
+from teachllm import SamplingParams, bench
 
 
 def chat(lm, question):
@@ -18,11 +18,8 @@ def prompts(lm):
 
 
 def hf_generate(lm, hf_model, prompt, **kwargs):
-    ids = lm.tokenizer.encode(prompt)
-    with torch.no_grad():
-        out = hf_model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                do_sample=False, **kwargs)
-    return out[0, len(ids):].tolist()
+    n_new = kwargs.pop("max_new_tokens")
+    return bench.hf_greedy(hf_model, lm.tokenizer.encode(prompt), n_new, exact=False, **kwargs)
 
 
 def test_greedy_equals_transformers(lm, hf_model, prompts):
