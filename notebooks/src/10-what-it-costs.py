@@ -25,7 +25,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import teachllm as tl
-from teachllm import cost, quant, viz
+from teachllm import cost, quant, roofline, viz
 from teachllm.roofline import PhasePoint, format_points
 
 pio.renderers.default = "plotly_mimetype"  # JupyterLab draws the figures itself: nothing comes from a CDN
@@ -312,17 +312,17 @@ for c in (cost.prefill_cost(config, 37, dtype=lm.dtype), cost.prefill_cost(confi
 # is running on it.
 
 # %% tags=["nbval-ignore-output"]
-device = cost.measure_device(lm.device, lm.dtype)
+device = roofline.measure_device(lm.device, lm.dtype, config=lm.config)  # the roof for this model's matmuls
 print(device)
-print(cost.KNOWN_DEVICES["H100 SXM"], "for comparison")
+print(roofline.KNOWN_DEVICES["H100 SXM"], "for comparison")
 
 # %% [markdown]
 # Now the real model, timed: prefill at three prompt lengths and one decode step at batch 1 and 16
 # (`measure_phases`; a few seconds).
 
 # %% tags=["nbval-ignore-output"]
-points = cost.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,),
-                             device=device, reps=3, budget_s=1.0)
+points = roofline.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,),
+                                 device=device, reps=3, budget_s=1.0)
 print(format_points(points))
 
 # %% [markdown]
@@ -355,7 +355,7 @@ roofline_view
 # the spec sheet and not measured:
 
 # %%
-h100 = cost.KNOWN_DEVICES["H100 SXM"]
+h100 = roofline.KNOWN_DEVICES["H100 SXM"]
 predicted = []
 print(f"{'':<28}{'FLOP/byte':>10}{'bound':>9}{'time at the roof':>18}")
 for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
