@@ -325,7 +325,7 @@ def format_weights(w: dict, n: int) -> str:
 def run(lm: LanguageModel, hf, ids: list[int], s: Settings, name: str = "model", roof: Device | None = None) -> dict:
     """All three measurements; returns the JSON-ready report. `roof`: the device's roof (measured if None)."""
     started = time.perf_counter()
-    roof = roof or measure_device(lm.device, lm.dtype)
+    roof = roof or measure_device(lm.device, lm.dtype, config=lm.config)
     greedy = compare_greedy(lm, hf, ids, s)
     batches = batch_throughput(lm, ids, s, roof)
     contexts = tuple(T for T in s.decode_contexts if T <= lm.config.max_position_embeddings)
@@ -401,7 +401,7 @@ def main(argv=None) -> dict:
     else:
         lm, hf = checkpoint_models(args.model, device, dtype)
         ids, name = lm.tokenizer.encode(PROMPT), lm.name
-    roof = measure_device(lm.device, lm.dtype)
+    roof = measure_device(lm.device, lm.dtype, config=lm.config)
     weights_part = not args.random_weights and args.model is None and device.type == "cpu" and dtype == torch.float32
     if args.weights_only:
         if not weights_part:

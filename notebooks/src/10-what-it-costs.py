@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 10 · What it costs
 #
 # **What you will see.** We count the work of prefill and decode, first with the lecture's formula for a
@@ -15,7 +15,7 @@
 #   (FLOPs per byte) says about the bottleneck.
 # - How to read a roofline, and why **batching** raises decode throughput almost for free until the KV
 #   cache gets large.
-# - Where **TTFT** and **tokens/s** come from.
+# - Where **TTFT**, **tokens/s** and the **decode rate** (1 ÷ TPOT) come from.
 #
 # Cells that time something are marked: their output differs on every machine and every run.
 
@@ -25,7 +25,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import teachllm as tl
-from teachllm import cost, quant, viz
+from teachllm import cost, quant, roofline, viz
 from teachllm.roofline import PhasePoint, format_points
 
 pio.renderers.default = "plotly_mimetype"  # JupyterLab draws the figures itself: nothing comes from a CDN
@@ -36,7 +36,7 @@ print(f"h = {config.hidden_size}, L = {config.n_layers}, n_h = {config.n_heads},
       f"d = {config.head_dim}, f = {config.intermediate_size}, V = {config.vocab_size:,}, "
       f"{config.n_params / 1e6:.1f}M parameters, {lm.dtype}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.1 Counting one matrix multiplication
 #
 # The lecture starts from one rule. To multiply an m×k matrix by a k×n matrix, each of the m·n results
@@ -51,7 +51,7 @@ with FlopCounterMode(display=False) as counter:
     x @ w
 print(f"2·m·k·n = {2 * m * k * n:,}   FlopCounterMode: {counter.get_total_flops():,}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.2 The lecture's derivation: one layer, 24bsh² + 4bs²h
 #
 # The symbols: batch b, sequence length s, hidden size h, heads n_h, head dim h_d = h / n_h. The lecture's
@@ -88,8 +88,9 @@ layer = 24 * b * s * h**2 + 4 * b * s**2 * h
 assert layer == sum(book.values())
 print(f"{'one layer':<22}{'':>8} = {layer:>15,}   (24bsh² + 4bs²h)")
 print(f"{config.n_layers} layers: {config.n_layers * layer / 1e9:.3f} GFLOP")
+print(f"linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {24 * h / (4 * s):.0f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The 24bsh² part grows linearly with the prompt; the 4bs²h part (attention) grows with its square. With
 # s = 37 and h = 576, the linear part is 24 · 576 / (4 · 37) ≈ 93 times larger.
 #
@@ -104,7 +105,7 @@ with_cache = cost.textbook_flops(config, seq_len=1, context_len=s + 1).total  # 
 print(f"recompute all {s + 1} tokens: {without_cache / 1e9:.3f} GFLOP;  one cached decode step: "
       f"{with_cache / 1e9:.4f} GFLOP;  {without_cache / with_cache:.0f}× less")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.3 The seed's estimate for Llama-7B
 #
 # The inference-flow seed estimates the FLOPs of Llama-7B for a 1,000-token prompt with two small
@@ -138,7 +139,7 @@ print(f"Prefill (1000 tokens): {prefill_1000 / 1e9:.2f} GFLOPs")
 print(f"Single Decode step: {decode_step / 1e9:.2f} GFLOPs")
 print(f"Ratio: {prefill_1000 / decode_step:.0f}x")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The ratio is right: prefill of 1,000 tokens costs about 1,000 decode steps. The totals are about three
 # times too small, though, because the estimate leaves out most of the layer. Put it next to the lecture's
 # layer and the exact count for Llama-2-7B's shape (h = 4096, 32 layers, 32 heads, a SwiGLU MLP of width
@@ -165,7 +166,7 @@ print(f"rule of thumb 2 · N · tokens (N = {llama_7b.n_params / 1e9:.2f}B param
 print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).total / 1e9:.2f} GFLOP "
       f"(seed: {decode_step / 1e9:.2f})")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # What the seed leaves out:
 # - the four projections Q, K, V and O (8sh² per layer, a third of the linear work);
 # - half of the MLP: it counts h → 4h but not 4h → h. Llama's SwiGLU MLP even has three matrices of width
@@ -173,10 +174,43 @@ print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).tota
 # - half of attention: Q·Kᵀ, but not scores·V;
 # - the LM head (small here: the engine runs it for the last position only).
 #
-# The exact count and the rule of thumb "2 FLOPs per parameter per token" agree, because almost every
-# parameter is used in exactly one multiply-add per token. Attention is the exception: it has no parameters
-# and grows with s.
+# The exact count and the rule of thumb "2 FLOPs per parameter per token" agree at 1,000 tokens, but that
+# is a coincidence of this length. The rule is wrong in two places, in opposite directions:
+# - it **leaves out attention**, which has no parameters: 4·s·h FLOPs per token and layer (Q·Kᵀ and
+#   scores·V), growing with the prompt;
+# - it **counts parameters that do no matmul work per token**: the embedding table is a lookup (0 FLOPs), and
+#   the LM head runs for the last position only. Llama-7B has a separate embedding and head, 2·V·h
+#   parameters, so the rule overcounts 4·V·h FLOPs per token.
 #
+# The two terms are equal when 4·s·h·L = 4·V·h, that is at s = V / L = 32,000 / 32 = 1,000 tokens: exactly
+# the seed's prompt. SmolLM2 ties its head to the embedding (one V×h matrix in N), so for it the terms meet
+# at s = V / (2L). Exact ÷ rule against the prompt length, with the two terms as shares of the rule:
+
+# %%
+def rule_parts(cfg, n):
+    """exact ÷ (2·N·n), the attention the rule leaves out and the embedding/head work it counts, ÷ the rule."""
+    exact, rule = cost.prefill_flops(cfg, n), 2 * cfg.n_params * n
+    return exact.total / rule, exact.attention / rule, (rule - (exact.total - exact.attention)) / rule
+
+
+head = "exact÷rule  +attn  −emb/head"
+print(f"{'prompt':>7} | {'SmolLM2-135M: ' + head:<43}| Llama-7B: {head}")
+for n in (37, 300, 819, 1000, 2000, 4096, 8192):
+    row = [f"{r:>10.3f}{a:>8.3f}{e:>9.3f}" for r, a, e in (rule_parts(config, n), rule_parts(llama_7b, n))]
+    print(f"{n:>7} | {row[0]:<43}| {row[1]}")
+print(f"Llama-7B: V / L = {llama_7b.vocab_size // llama_7b.n_layers:,};  SmolLM2: V / (2L) = "
+      f"{config.vocab_size / (2 * config.n_layers):.0f}")
+ratio, attn, emb = rule_parts(llama_7b, 1000)
+assert abs(ratio - 1) < 1e-4 and abs(attn - emb) < 1e-4  # at 1,000 tokens the two errors cancel
+assert rule_parts(llama_7b, 8192)[0] > 1.25 and rule_parts(config, 37)[0] < 0.85
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Below the crossing the rule overestimates, above it underestimates, and the gap widens with the prompt:
+# at 8,192 tokens the exact count of Llama-7B is 1.28 times the rule, that of SmolLM2 2.89 times. For a
+# small model the error is larger both ways: its embedding is a fifth of its parameters, and its
+# attention is large next to its narrow layers.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.4 The exact count for the model at hand
 #
 # `cost.prefill_flops` and `cost.decode_flops` count every matmul of the real model, per layer and per
@@ -189,15 +223,17 @@ print(prefill_37)
 print()
 print(cost.decode_flops(config, 38))
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # In prefill the three MLP matrices do three quarters of the work. In a decode step the LM head stands out
 # (21%): prefill runs it once for 37 tokens, and decode runs it once for every token. Next to the lecture's
 # formula:
 
 # %%
 print(cost.format_comparison(cost.compare_with_textbook(config, 37)))
+kv_width = config.n_kv_heads * config.head_dim
+print(f"\nwidth of K and V: n_kv · d = {config.n_kv_heads} · {config.head_dim} = {kv_width}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Why the two differ:
 # - **GQA.** 9 query heads share 3 KV heads, so K and V have width 3 · 64 = 192, not 576. Their projections
 #   cost a third.
@@ -206,7 +242,8 @@ print(cost.format_comparison(cost.compare_with_textbook(config, 37)))
 # - **The LM head**, 2·h·V per projected position, is outside the layer formula.
 #
 # Here the differences nearly cancel: the exact count is 0.90 of the textbook's.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.5 Checking the count against PyTorch
 #
 # An independent check: run a real prefill under `FlopCounterMode` and let PyTorch count what it executes.
@@ -231,7 +268,7 @@ print(f"  {'qk + pv (bmm)':<22}{attention:>13,}{per_op['qk'] + per_op['pv']:>13,
 for op in ("gate_proj", "up_proj", "down_proj"):
     print(f"  {op:<22}{sum(counts[f'Transformer.layers.0.mlp.{op}'].values()):>13,}{per_op[op]:>13,}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Every matmul agrees to the FLOP. Two things to know about the counter:
 # - It counts matmul-like operators only. Softmax, RMSNorm, RoPE, SiLU, the elementwise product of
 #   SwiGLU, the residual additions and the embedding lookup all count 0. They cost a few operations per
@@ -246,7 +283,7 @@ with FlopCounterMode(display=False) as counter:
 print(f"fast path counted: {counter.get_total_flops():,}")
 print(f"teachllm.cost without attention: {prefill_37.total - prefill_37.attention:,}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The same check for one decode step, after the prompt: one query against 38 keys.
 
 # %%
@@ -258,23 +295,24 @@ assert counter.get_total_flops() == cost.decode_flops(config, 38).total
 print(f"decode step: FlopCounterMode {counter.get_total_flops():,} = teachllm.cost "
       f"{cost.decode_flops(config, 38).total:,}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.6 How much of prefill is attention?
 #
 # Attention is the only part that grows with s²; everything else grows with s. For short prompts it is a
 # small share:
 
 # %%
-for n in (37, 300, 1000, 4096, 8192):
+for n in (37, 300, 1000, 3000, 4096, 8192):
     f = cost.prefill_flops(config, n)
     print(f"{n:>5} tokens: {f.total / 1e9:>9.1f} GFLOP, attention (Q·Kᵀ and scores·V) {f.attention_fraction:6.1%}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # At 37 tokens attention is about 1% of the work, and at 300 tokens about 9%. It passes half only at about
 # 3,000 tokens (exercise 1). These counts include the masked half of Q·Kᵀ, which the engine computes and
 # then hides. A kernel that skips masked blocks, such as FlashAttention, does about half of this attention
 # work.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.7 Bytes, and FLOPs per byte
 #
 # A matmul also has to *read* its weights. Every forward call reads every weight matrix once, whether it
@@ -290,19 +328,25 @@ for c in (cost.prefill_cost(config, 37, dtype=lm.dtype), cost.prefill_cost(confi
     name = f"{c.phase} {'s' if c.phase == 'prefill' else 'T'}={c.length}" + (f", b={c.batch_size}" * (c.batch_size > 1))
     print(f"{name:<22}{c.flops / 1e9:>8.3f}{c.weight_bytes / 1e6:>11.1f}{c.kv_read_bytes / 1e6:>11.2f}"
           f"{c.kv_write_bytes / 1e6:>12.3f}{c.intensity:>10.2f}")
+per_token = cost.prefill_cost(config, 300, dtype=lm.dtype).intensity / 300
+print(f"prefill, FLOP/byte per prompt token at s = 300: {per_token:.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Prefill and decode read the same 538 MB of weights (float32; the embedding matrix doubles as the LM head
 # and is counted once). Prefill does 37 or 300 tokens' worth of work with them, and a decode step does one.
 # Each weight is used for one multiply-add (2 FLOPs) per token, and a float32 weight is 4 bytes, so a
 # batch-1 decode step does **0.5 FLOP per byte** (about 1 in bfloat16). Prefill does about 0.4 × s: the
 # embedding matrix, a fifth of the weights, goes through the LM head for the last position only. A batch
 # of 16 decode steps reads the weights once and does 16 times the work.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.8 The roofline of this machine
 #
 # Whether a computation waits for arithmetic or for memory depends on the machine's two limits:
-# - **peak FLOP/s**: how fast it multiplies (`measure_device` times a large matmul);
+# - **peak FLOP/s**: how fast it multiplies. `roofline.measure_device(..., config=lm.config)` times a square
+#   matmul and every weight matmul of this model's prefill at 256 and 1,024 tokens, run as the model runs
+#   them (`F.linear`, the same dtype, in this process and so with the same thread count), and keeps the best
+#   rate of the best run. Every prefill and decode step runs these matmuls and more, so none can beat it;
 # - **bandwidth**: how many bytes per second it moves to and from main memory (it times a large copy).
 #
 # attainable FLOP/s = min(peak, bandwidth × intensity)
@@ -311,21 +355,26 @@ for c in (cost.prefill_cost(config, 37, dtype=lm.dtype), cost.prefill_cost(confi
 # compute-bound. The measurement takes about a second. Its numbers depend on your machine and on what else
 # is running on it.
 
-# %% tags=["nbval-ignore-output"]
-device = cost.measure_device(lm.device, lm.dtype)
-print(device)
-print(cost.KNOWN_DEVICES["H100 SXM"], "for comparison")
+# %%
+shapes = roofline.model_matmul_shapes(config, lengths=(256, 1024))  # [m, k] @ [k, n] for m = 256 and 1,024
+print(len(shapes), "of the model's matmul shapes (m, k, n), and one square one:", shapes[:6], "…")
 
-# %% [markdown]
+# %% tags=["nbval-ignore-output"]
+device = roofline.measure_device(lm.device, lm.dtype, config=lm.config)  # the best of those shapes
+print(device)
+print(roofline.KNOWN_DEVICES["H100 SXM"], "for comparison")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the real model, timed: prefill at three prompt lengths and one decode step at batch 1 and 16
 # (`measure_phases`; a few seconds).
 
 # %% tags=["nbval-ignore-output"]
-points = cost.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,),
-                             device=device, reps=3, budget_s=1.0)
+points = roofline.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,),
+                                 device=device, reps=3, budget_s=1.0)
 print(format_points(points))
+print(f"highest share of the peak reached by a phase: {max(p.achieved_flops for p in points) / device.peak_flops:.0%}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The static figure (the book's version) and the same view as a widget, whose *measure* button runs the
 # measurement again:
 
@@ -337,15 +386,17 @@ roofline_view = viz.RooflineView(lm, prefill_lengths=(16, 64, 300), decode_batch
 viz.widgets.refresh(roofline_view.figure, viz.figures.roofline_spec(device, points))  # show the points above
 roofline_view
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # How to read it: decode points sit far to the left, at 0.5 FLOP/byte for batch 1 and about 6 for batch 16.
 # Prefill sits to the right, and the longer the prompt, the further right. A point can only be on or under
-# the roof. On a CPU the ridge is low, a few FLOP per byte, because a CPU has little arithmetic for its
+# the roof: the peak is the best of the model's own matmuls, and a phase does those matmuls and more (the
+# last line under the table above says how close the best phase came; `tests/test_roofline.py` checks that
+# none goes over). On a CPU the ridge is low, a few FLOP per byte, because a CPU has little arithmetic for its
 # memory bandwidth. A prefill of a few dozen tokens is then already compute-bound, and batch-1 decode is
 # deep in the memory-bound region.
 #
 # Usually the points do not reach the roof, and decode falls furthest short. A decode step runs hundreds of
-# small operations (30 layers of norms, projections, RoPE, attention and MLP), each with its own Python and
+# small operations (in every layer: norms, projections, RoPE, attention and MLP), each with its own Python and
 # dispatch cost, and few of them are large enough to keep memory busy. The roof is an upper bound, not a
 # prediction.
 #
@@ -355,7 +406,7 @@ roofline_view
 # the spec sheet and not measured:
 
 # %%
-h100 = cost.KNOWN_DEVICES["H100 SXM"]
+h100 = roofline.KNOWN_DEVICES["H100 SXM"]
 predicted = []
 print(f"{'':<28}{'FLOP/byte':>10}{'bound':>9}{'time at the roof':>18}")
 for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
@@ -371,16 +422,56 @@ fig = viz.roofline_figure(h100, predicted)
 fig.for_each_trace(lambda t: t.update(name=t.name.replace("(measured)", "(Llama-7B, predicted)")))
 fig
 
-# %% [markdown]
-# On an H100 a prefill is compute-bound only from a few hundred tokens on. In bfloat16 it does a little less
-# than 1 FLOP per byte per prompt token, so a 300-token prefill is still just below the ridge, and a
-# 1,000-token one is above it. Decode at batch 1 is far below, for both models, and even batch 64 does not
-# reach the ridge. The seeds' utilisation figures (prefill 50–80%, decode 10–30% of the GPU) are GPU
-# numbers for large models serving many requests, not something this CPU will show. There is one more
-# thing the roofline ignores. A batch-1 decode step of the small model on an H100 would need about 0.1 ms
-# of memory traffic, but it launches hundreds of kernels, each costing a few microseconds. Tiny models on
-# big GPUs are limited by launch overhead, not by the roof.
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# On an H100 a prefill is compute-bound only from a few hundred tokens on. Decode at batch 1 is far below,
+# for both models, and even batch 64 does not reach the ridge.
 #
+# **Where prefill crosses the ridge.** The ridge is peak ÷ bandwidth: the intensity a computation needs to
+# keep the arithmetic busy. Prefill's intensity grows with the prompt, since every weight read is used once
+# per prompt token: about 0.4 FLOP per byte per token for this model in float32, twice that in bfloat16
+# (10.7). So "prefill is compute-bound", as the seeds say, holds from the prompt length where the intensity
+# reaches the ridge. On the spec-sheet H100, in bfloat16, with `teachllm.cost`:
+
+# %%
+def crossing(cfg, roof, dtype):
+    """The shortest prompt whose prefill reaches `roof`'s ridge (its intensity grows with the length)."""
+    return next(n for n in range(1, 100_000) if cost.prefill_cost(cfg, n, dtype=dtype).intensity >= roof.ridge)
+
+
+print(f"H100 ridge: {h100.ridge:.0f} FLOP/byte (bfloat16)")
+for dtype in ("float32", "bf16"):
+    print(f"SmolLM2-135M prefill of 300 tokens, {dtype}: "
+          f"{cost.prefill_cost(config, 300, dtype=dtype).intensity / 300:.2f} FLOP/byte per prompt token")
+for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
+    n_star = crossing(cfg, h100, "bf16")
+    print(f"{name:<14} prefill is compute-bound on an H100 from {n_star} tokens on "
+          f"({cost.prefill_cost(cfg, n_star - 1, dtype='bf16').intensity:.1f} FLOP/byte at {n_star - 1}, "
+          f"{cost.prefill_cost(cfg, n_star, dtype='bf16').intensity:.1f} at {n_star})")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# And on this CPU, with the ridge measured above (float32, the dtype the model runs in here; it moves with
+# the measurement):
+
+# %% tags=["nbval-ignore-output"]
+print(f"this CPU's ridge: {device.ridge:.1f} FLOP/byte ({device.dtype})")
+for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
+    print(f"{name:<14} prefill is compute-bound here from {crossing(cfg, device, lm.dtype)} tokens on")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# On this CPU a short prompt is enough (a few dozen tokens or fewer: the cell above says how many); on an H100
+# this model needs 356 tokens and Llama-7B 305. Below that, even prefill waits on memory: a
+# 300-token prefill of this model on an H100 is memory-bound, which is what the table of section 10.9 shows. The
+# seeds' "prefill is compute-bound" is a statement about long prompts, or large batches of prompts, on a GPU.
+#
+# The seeds also quote GPU utilisation, and they disagree: the generation-process seed gives prefill
+# 50–80% and decode 10–30%; the prefill-vs-decode seed gives 80–95% and 10–30% in its table, and "usually
+# below 20%" for decode in its text. Section 10.9 measures the same shares on this machine.
+#
+# There is one more thing the roofline ignores. A batch-1 decode step of the small model on an H100 would need
+# about 0.1 ms of memory traffic, but it launches hundreds of kernels, each costing a few microseconds. Tiny
+# models on big GPUs are limited by launch overhead, not by the roof.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.9 Prefill against decode, with numbers
 #
 # The seeds' comparison table, filled in for this model: a prefill of N = 300 tokens against the decode step
@@ -405,12 +496,13 @@ table = [
     ("FLOP per byte, float32", f"{pre.intensity:.1f}", f"{dec.intensity:.2f}"),
     ("FLOP per byte, bfloat16", f"{pre16.intensity:.1f}", f"{dec16.intensity:.2f}"),
     (f"bottleneck on an H100 (ridge {h100.ridge:.0f})", h100.bound(pre16.intensity), h100.bound(dec16.intensity)),
+    ("compute-bound on an H100 from", f"{crossing(config, h100, 'bf16')} prompt tokens", "never at batch 1"),
 ]
 print(f"{'':<36}{'prefill':<38}{'decode'}")
 for name, p, q in table:
     print(f"{name:<36}{p:<38}{q}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # And the rows that need a clock, from the measurements of 10.8 (this machine, this run):
 
 # %% tags=["nbval-ignore-output"]
@@ -428,11 +520,38 @@ for name, p in (("prefill", p_pre), ("decode", p_dec)):
     print(f"bottleneck of {name} here: {device.bound(p.intensity)} "
           f"({p.intensity:.1f} FLOP/byte, ridge {device.ridge:.1f})")
 
-# %% [markdown]
-# Prefill keeps the arithmetic units busy, while decode spends its time reading weights and uses a small
-# share of the peak. That is the seeds' table. The exact percentages are this machine's. On a shared CPU
-# they move from run to run, and even the "peak" is only what one 1536 × 1536 matmul reached.
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Prefill's share of the peak is many times decode's: decode spends its time reading weights. That is the
+# seeds' table. The exact percentages are this machine's, and on a shared
+# CPU they move from run to run. Prefill's share stays at or below 100%: the peak is the fastest of the
+# model's own matmuls, with the same threads.
 #
+# The "bottleneck on an H100" row says memory-bound for this 300-token prefill: it is below the 356-token
+# crossing of 10.8. Against the seeds' utilisation ranges (10.8), this run's shares of the peak:
+
+# %% tags=["nbval-ignore-output"]
+seed_ranges = [("generation-process", "prefill", 0.50, 0.80), ("generation-process", "decode", 0.10, 0.30),
+               ("prefill-vs-decode, table", "prefill", 0.80, 0.95), ("prefill-vs-decode, table", "decode", 0.10, 0.30),
+               ("prefill-vs-decode, text", "decode", 0.0, 0.20)]
+shares = {"prefill": p_pre.achieved_flops / device.peak_flops, "decode": p_dec.achieved_flops / device.peak_flops}
+for seed, phase, lo, hi in seed_ranges:
+    share = shares[phase]
+    verdict = "inside" if lo <= share <= hi else ("below" if share < lo else "above")
+    print(f"{seed:<26}{phase:<8}{lo:>4.0%}–{hi:<4.0%}  this run {share:6.1%}: {verdict}")
+print(f"the roof caps decode's share here at intensity ÷ ridge = {p_dec.intensity:.2f} ÷ {device.ridge:.1f} "
+      f"= {p_dec.intensity / device.ridge:.1%}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Read the verdicts above: they are this run's. Decode's share cannot be high on any machine: below the
+# ridge the roof caps it at intensity ÷ ridge (the last line), and a real step stays under the roof. A
+# decode share of a few percent supports the prefill-vs-decode seed's text ("below 20%") rather than the
+# 10–30% of both tables. Prefill's share depends on how busy the machine is: on a quiet one a long prefill
+# comes near the peak, since it runs the very matmuls the peak was measured on, and the verdicts say which
+# seed's range it lands in; on a shared one it falls short of both. Two cautions: the seeds speak of GPUs
+# serving large models, and their "GPU utilisation" is often the busy time a tool such as `nvidia-smi`
+# reports, not the share of peak FLOP/s measured here.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.10 The utilisation timeline
 #
 # The seeds draw a Gantt chart: one long, busy prefill bar, then many short, mostly idle decode steps. Here
@@ -457,7 +576,7 @@ viz.timeline_figure(segments)
 # %% tags=["nbval-ignore-output"]
 timeline_view  # the widget: "generate and time" measures again
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.11 Batching decode
 #
 # The generation seed says that a decode step for one request reads all the weights (14 GB for a 7B model
@@ -465,28 +584,29 @@ timeline_view  # the widget: "generate and time" measures again
 # work for the same bytes. Counted for this model at 301 keys:
 
 # %%
+print(f"decode step at T = {N + 1} keys")
 print(f"{'batch':>5}{'GFLOP':>9}{'weights MB':>12}{'KV read MB':>12}{'FLOP/byte':>11}")
 for batch in (1, 4, 16, 32):
     c = cost.decode_cost(config, N + 1, batch_size=batch, dtype=lm.dtype)
     print(f"{batch:>5}{c.flops / 1e9:>9.2f}{c.weight_bytes / 1e6:>12.1f}{c.kv_read_bytes / 1e6:>12.1f}"
           f"{c.intensity:>11.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The weights are read once whatever the batch. But each sequence reads its own KV cache, so "once for 32
 # tokens" holds only while the cache is small next to the weights. For the seed's own example, Llama-7B in
 # bfloat16 on an H100 at 1,000 tokens of context, the roofline predicts:
 
 # %%
-print(f"{'batch':>5}{'weights GB':>12}{'KV read GB':>12}{'FLOP/byte':>11}{'tokens/s':>10}{'× batch 1':>11}")
+print(f"{'batch':>5}{'weights GB':>12}{'KV read GB':>12}{'FLOP/byte':>11}{'decode tokens/s':>17}{'× batch 1':>11}")
 base = None
 for batch in (1, 8, 32, 128):
     c = cost.decode_cost(llama_7b, 1000, batch_size=batch, dtype="bf16")
     tokens_per_s = batch * h100.attainable(c.intensity) / c.flops  # b tokens per step; step = FLOPs / attainable
     base = base or tokens_per_s
     print(f"{batch:>5}{c.weight_bytes / 1e9:>12.1f}{c.kv_read_bytes / 1e9:>12.1f}{c.intensity:>11.1f}"
-          f"{tokens_per_s:>10.0f}{tokens_per_s / base:>11.1f}")
+          f"{tokens_per_s:>17.0f}{tokens_per_s / base:>11.1f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # At batch 32 the KV cache (16.8 GB) outweighs the weights, and throughput grows about 15 times, not 32.
 # Llama-2-7B has no grouped-query attention: every one of its 32 heads stores its own K and V. This is why
 # later models share KV heads, and why chapter 12 manages the cache in pages.
@@ -500,28 +620,31 @@ from teachllm.bench import Settings, batch_throughput  # noqa: E402
 
 rows = batch_throughput(lm, tok.encode("The capital of France is"),
                         Settings(batch_sizes=(1, 4, 16), batch_steps=4, reps=2, budget_s=1.5), device)
-print(f"{'batch':>5}{'tokens/s':>10}{'× batch 1':>11}{'roofline tokens/s':>19}{'× batch 1':>11}")
+print(f"{'batch':>5}{'decode tokens/s':>16}{'× batch 1':>11}{'roofline':>10}{'× batch 1':>11}")
 for r in rows:
-    print(f"{r['batch_size']:>5}{r['tokens_per_s']:>10.1f}{r['ratio_to_batch_1']:>11.2f}"
-          f"{r['predicted_tokens_per_s']:>19.1f}{r['predicted_ratio']:>11.2f}")
+    print(f"{r['batch_size']:>5}{r['tokens_per_s']:>16.1f}{r['ratio_to_batch_1']:>11.2f}"
+          f"{r['predicted_tokens_per_s']:>10.1f}{r['predicted_ratio']:>11.2f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Batch 16 gives many times the tokens per second of batch 1, though less than 16 times. On a CPU the
 # ridge is low: at batch 16 decode already does about 6 FLOP per byte, near or past the ridge, so the
 # arithmetic starts to limit it. The roofline's own prediction grows less than 16 times for the same reason.
 # On a GPU, with its ridge near 300, the gain keeps growing to much larger batches. Either way, each
 # sequence waits for the whole batch, so batching buys throughput and costs a little latency per token.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.12 TTFT and tokens per second
 #
 # The two metrics of chapter 1 follow from all this:
 # - **TTFT** (time to first token) is mostly one prefill. Prefill is compute-bound, so TTFT grows with the
 #   prompt's FLOPs: roughly linearly in its length, and faster once attention matters.
 # - **TPOT** (time per output token) is one decode step. A step is memory-bound, so at batch 1 it costs
-#   about one read of the weights and the cache, and **tokens/s** for one request is 1 / TPOT. A server's
-#   throughput is batch / step time, which batching raises.
+#   about one read of the weights and the cache. 1 ÷ TPOT is the **decode rate**.
+# - **tokens/s**, as chapter 1 defines it (`Metrics.tokens_per_s`), is output tokens ÷ end-to-end time,
+#   TTFT included, so it is below the decode rate; the shorter the answer, the more. A server's throughput
+#   is batch ÷ step time, which batching raises.
 #
-# The roofline gives a lower bound for each. Compared with the measured timeline of 10.10:
+# The roofline gives a lower bound for each. Compared with the measured timeline of section 10.10:
 
 # %% tags=["nbval-ignore-output"]
 n_prompt = segments[0].tokens
@@ -532,16 +655,27 @@ print(f"TTFT ({n_prompt}-token prompt): measured {ttft * 1e3:7.1f} ms, roofline 
       f"{pre_cost.flops / device.attainable(pre_cost.intensity) * 1e3:6.1f} ms (bound: {device.bound(pre_cost.intensity)})")
 print(f"TPOT:                     measured {tpot * 1e3:7.1f} ms, roofline bound "
       f"{dec_cost.flops / device.attainable(dec_cost.intensity) * 1e3:6.1f} ms (bound: {device.bound(dec_cost.intensity)})")
-print(f"tokens/s for this request: {1 / tpot:.1f}; the roof allows "
+print(f"decode rate (1 ÷ TPOT): {1 / tpot:.1f} tokens per second; the roof allows "
       f"{device.attainable(dec_cost.intensity) / dec_cost.flops:.1f}")
+print(f"tokens/s (output tokens ÷ end-to-end time): {len(segments)} ÷ {sum(x.seconds for x in segments):.3f} s = "
+      f"{len(segments) / sum(x.seconds for x in segments):.1f}")
 
-# %% [markdown]
-# For Llama-7B on an H100, the same bounds give a TTFT of about 14 ms for a 1,000-token prompt and a TPOT of
-# about 4 ms (250 tokens/s) at batch 1, from the spec sheet (section 10.8). Real engines reach a good part
-# of that, which is why their optimisations split the same way as the seeds' table. Prefill gets faster
-# kernels (FlashAttention, fused operators). Decode gets bigger batches (continuous batching, chapter 11),
-# fewer bytes (KV-cache quantisation, GQA) and fewer steps (speculative decoding, chapter 13).
-#
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# For Llama-7B on an H100, the same bounds, from the spec sheet (section 10.8), at batch 1:
+
+# %%
+pre_7b, dec_7b = cost.prefill_cost(llama_7b, 1000, dtype="bf16"), cost.decode_cost(llama_7b, 1001, dtype="bf16")
+ttft_7b, tpot_7b = (c.flops / h100.attainable(c.intensity) for c in (pre_7b, dec_7b))
+print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token prompt, "
+      f"TPOT ≥ {tpot_7b * 1e3:.2f} ms, decode rate ≤ {1 / tpot_7b:.0f} tokens per second")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Real engines reach a good part of that, which is why their optimisations split the same way as the seeds'
+# table. Prefill gets faster kernels (FlashAttention, fused operators). Decode gets bigger batches (continuous
+# batching, chapter 11), fewer bytes (KV-cache quantisation, GQA) and fewer steps (speculative decoding,
+# chapter 13).
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.13 Fewer bytes per weight: the model as it ships
 #
 # Decode at batch 1 reads every weight once per token, so its speed is set by the bytes, and the bytes by
@@ -561,8 +695,10 @@ print(f"                d = {float(gate.d[0, 0]):.6g}, m = {float(gate.m[0, 0]):
 print("dequantize() equals tl.load()'s float32 weight:",
       torch.equal(gate.dequantize(), lm.model.layers[0].mlp.gate_proj.weight))
 print(qlm.model.lm_head)
+print(f"bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {(32 * 4 + 2 * 16) / 32}, "
+      f"Q8_0 (32 × 8 bits + one float16) / 32 = {(32 * 8 + 16) / 32}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The kernel computes w = (q − 8)·s + z per group, which is Q4_1 with s = d and z = m + 8d. The Q8_0 head
 # has no matching CPU kernel (PyTorch's int8 one takes one scale per row, not per 32 weights), so it is
 # written as two 4-bit digits, q + 128 = 16·hi + lo, and goes through the 4-bit kernel twice, reading as
@@ -586,13 +722,13 @@ step_bytes = {
 for name, b in step_bytes.items():
     print(f"{name:<20}{b / 1e6:8.1f} MB per step   {step_bytes['float32'] / b:4.1f}× fewer than float32")
 
-# %% [markdown]
-# A memory-bound step takes at least bytes ÷ bandwidth, so the roofline (with the bandwidth measured in
-# 10.8) predicts tokens/s = bandwidth ÷ bytes per step. Now the measurement: greedy decode of 16 tokens
-# after a short prompt, for float32, bfloat16 (`tl.load(dtype="bfloat16")`) and the file's own blocks, the
-# three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds). They run on one thread: each of
-# the 4-bit kernel's calls is tiny, and on a busy machine threads that wait for each other cost more than
-# they gain:
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# A memory-bound step takes at least bytes ÷ bandwidth, so the roofline (with the bandwidth measured in 10.8)
+# predicts a decode rate (tokens per second, 1 ÷ TPOT) of bandwidth ÷ bytes per step. Now the measurement:
+# greedy decode of 16 tokens after a short prompt, for float32, bfloat16 (`tl.load(dtype="bfloat16")`) and the
+# file's own blocks, the three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds). They run on
+# one thread: each of the 4-bit kernel's calls is tiny, and on a busy machine threads that wait for each other
+# cost more than they gain:
 
 # %% tags=["nbval-ignore-output"]
 from teachllm.bench import greedy_speeds, quality, teachllm_greedy  # noqa: E402
@@ -605,7 +741,7 @@ torch.set_num_threads(1)
 speeds = greedy_speeds({name: (lambda k, m=m: teachllm_greedy(m, ids, k)) for name, m in models.items()}, 16, 2)
 torch.set_num_threads(threads)
 flops = cost.decode_cost(config, T).flops  # FLOPs of one step: the same in every precision
-print(f"{'':<20}{'MB/step':>8}{'roofline tokens/s':>19}{'measured':>10}{'× float32':>11}{'× bandwidth':>13}")
+print(f"{'':<20}{'MB/step':>8}{'roofline decode rate':>21}{'measured':>10}{'× float32':>11}{'× bandwidth':>13}")
 rows = []
 for name, b in step_bytes.items():
     predicted = device.bandwidth / b
@@ -613,15 +749,15 @@ for name, b in step_bytes.items():
     rows.append(dict(name=name, intensity=flops / b, predicted_flops=flops * predicted,
                      measured_flops=flops * measured if measured else None))
     if measured:
-        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>19.1f}{measured:>10.1f}"
+        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>21.1f}{measured:>10.1f}"
               f"{measured / speeds['float32']['decode_tokens_per_s']:>11.2f}{b * measured / device.bandwidth:>13.2f}")
     else:
-        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>19.1f}{'—':>10}")
+        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>21.1f}{'—':>10}")
 
 # %% tags=["nbval-ignore-output"]
 viz.figures.precision_roofline_figure(device, rows)
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # Open circles are where the roof puts each precision, dots where it landed. All of them sit far left of
 # the ridge: fewer bytes per weight move a step along the sloped, memory-bound part of the roof, and the
 # 4-bit model is several times faster than float32 here (the table gives this run's factor). bfloat16 halves
@@ -649,7 +785,7 @@ assert four["max_abs_logit_diff"] < 1.5 and four["mean_kl"] < 3e-3  # the bounds
 for lang in ("english", "chinese"):
     assert abs(four[f"ppl_{lang}"] / four[f"ppl_{lang}_float32"] - 1) < 0.02  # perplexity within 2%
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # The 4-bit integers are exactly the file's (every `dequantize()` equals the float32 weight), so the whole
 # difference is bfloat16 rounding inside the kernel: it takes bfloat16 activations, keeps the per-block
 # scale and zero in bfloat16, and returns bfloat16. That moves a logit by less than 1.5 and the perplexity
@@ -657,7 +793,8 @@ for lang in ("english", "chinese"):
 # combinations were tried: float32 activations into the same kernel give almost exactly the float32 logits but
 # run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
 # costs a second pass without removing the output's rounding. Those numbers are in the README.
-#
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - A matmul (m×k)·(k×n) costs 2mkn FLOPs. The lecture's layer costs 24bsh² + 4bs²h. The seed's Llama-7B
 #   estimate (4.56 TFLOPs for 1,000 tokens) leaves out the projections, half the MLP and half of attention:
@@ -667,9 +804,16 @@ for lang in ("english", "chinese"):
 #   the FLOP. It counts matmuls only, and not the fused attention kernel on this CPU.
 # - Attention is about 1% of prefill at 37 tokens and 9% at 300.
 # - Prefill and decode read the same weights. Prefill does s tokens of work with them, decode one, so
-#   decode does 0.5 FLOP/byte in float32 (about 1 in bfloat16) and is memory-bound. Prefill is compute-bound.
+#   decode does 0.5 FLOP/byte in float32 (about 1 in bfloat16) and is memory-bound. Prefill, with a long
+#   enough prompt, is compute-bound.
 # - Batching decode reuses each weight read for b tokens, until the KV cache dominates the bytes.
-# - TTFT follows prefill's FLOPs; TPOT follows decode's bytes.
+# - The rule 2 · N · tokens matches Llama-7B's exact count at 1,000 tokens only because the attention it
+#   leaves out equals the embedding and head work it wrongly counts; at longer prompts attention wins.
+# - Prefill is compute-bound only past the ridge: on an H100 in bfloat16 from 356 prompt tokens for this model
+#   and 305 for Llama-7B, on this CPU from a few dozen tokens or fewer. The seeds' utilisation ranges disagree;
+#   section 10.9 prints which of them this machine's measurement falls in.
+# - TTFT follows prefill's FLOPs; TPOT follows decode's bytes. tokens/s is output tokens ÷ end-to-end
+#   time, below the decode rate 1 ÷ TPOT.
 # - Decode's speed follows the bytes per weight. The bundled file in its own 4- and 8-bit blocks
 #   (`tl.load(weights="gguf")`) reads about a fifth of float32's bytes per step and decodes several times
 #   faster, at the cost of bfloat16-sized rounding in the logits.
