@@ -283,6 +283,8 @@ CASES = [
     C("cache", lambda t: t.lm.new_cache(max_len=0), ValueError, r"max_len must be a positive integer, got 0"),
     C("cache", lambda t: t.lm.new_cache(max_len=-3), ValueError, r"max_len must be a positive integer, got -3"),
     C("cache", lambda t: t.lm.new_cache(max_len=2.5), ValueError, r"max_len must be a positive integer, got 2\.5"),
+    C("cache", lambda t: t.lm.new_cache(max_len=True), ValueError, r"max_len must be a positive integer, got True"),
+    C("cache", lambda t: t.lm.new_cache(batch_size=False), ValueError, r"batch_size must be a positive integer"),
     C("cache", lambda t: t.lm.new_cache(max_len=8193), ValueError,
       r"max_len=8193 exceeds the model's context window of 8192 tokens"),
     C("cache", lambda t: t.lm.new_cache(max_len=4, batch_size=0), ValueError,

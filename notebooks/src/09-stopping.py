@@ -205,9 +205,10 @@ print("token by token :", naive)
 print("joined         :", "".join(naive))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# `lm.stream` decodes everything generated so far after each token and releases text only up to the last
-# complete character; a `'�'` at the end means "bytes still missing", so that part waits for the next
-# token:
+# After each token, `lm.stream` decodes only the last few tokens (a window that starts at the last complete
+# character, as vLLM does, so the work per token stays small however long the output grows) and releases
+# text only up to the last complete character; a `'�'` at the end means "bytes still missing", so that
+# part waits for the next token:
 
 # %%
 pieces = list(lm.stream(chinese, params))
