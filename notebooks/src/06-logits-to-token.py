@@ -116,7 +116,9 @@ for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.3 Temperature
 #
-# Temperature divides the logits by T before softmax: p_i ∝ exp(z_i / T).
+# Temperature divides the logits z by T before softmax:
+#
+# $$p_i = \frac{\exp(z_i / T)}{\sum_j \exp(z_j / T)}$$
 #
 # | temperature | effect | used for |
 # | --- | --- | --- |

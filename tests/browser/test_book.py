@@ -101,6 +101,12 @@ def test_book_renders_offline(site, chromium):
             assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
             formulas.nth(3).scroll_into_view_if_needed()  # chapter 6: softmax with temperature
             page.screenshot(path=SCREENSHOTS / "book-math.png")
+            # ... and a chapter: 6.3 writes softmax with temperature in TeX, in the notebook's own markdown
+            page.goto(f"{site}/chapters/06-logits-to-token.html")
+            page.wait_for_function("() => document.querySelectorAll('mjx-container svg').length >= 1")
+            assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error in chapter 6"
+            page.locator("mjx-container[display='true']").first.scroll_into_view_if_needed()
+            page.screenshot(path=SCREENSHOTS / "book-chapter-math.png")
 
             # ---- plotly: drawn by the one local plotly.js, answers a hover, zooms ---------------------
             page.goto(f"{site}/chapters/06-logits-to-token.html")
