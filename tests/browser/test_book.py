@@ -14,37 +14,16 @@ skipped, except under CI=true, where it fails.
 
 import functools
 import http.server
-import os
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
+from browser_support import CHROMIUM_FLAGS, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 TIMEOUT_MS = 60_000
-
-
-def _missing(what: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what}; CI=true, so this test must run (.ci/run builds the book and installs chromium)")
-    pytest.skip(f"{what} (make book; apt-get install chromium; pip install playwright; never `playwright install`)")
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium")
-    if path is None:
-        _missing("chromium is not on PATH")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _missing("the playwright Python package is not installed")
-    return path
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -58,7 +37,7 @@ def site():
     for page in ("index.html", "lecturers-guide.html", "diagrams.html", "search.html",
                  "chapters/06-logits-to-token.html"):
         if not (SITE / page).is_file():
-            _missing(f"the book is not built ({SITE / page} is missing: run `make book`)")
+            missing(f"the book is not built ({SITE / page} is missing: run `make book`)")
     handler = functools.partial(_QuietHandler, directory=str(SITE))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -19,34 +19,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import CHROMIUM_FLAGS
 
 HERE = Path(__file__).parent
 SCREENSHOTS = HERE.parents[1] / "artifacts" / "screenshots"
 NOTEBOOK = "widgets.ipynb"
 TOKEN = "teachllm-browser-test"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 SERVER_TIMEOUT_S = 180  # JupyterLab's first start on a busy 2-core machine
 RUN_TIMEOUT_S = 420  # the kernel loads the model and runs every cell
 CHANGE_TIMEOUT_S = 120  # a slider move: the kernel recomputes, the browser redraws
-
-
-def _missing(what: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what}; CI=true, so this test must run (.ci/run installs chromium)")
-    pytest.skip(f"{what} (apt-get install chromium; pip install playwright; never `playwright install`)")
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    path = shutil.which("chromium")
-    if path is None:
-        _missing("chromium is not on PATH")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _missing("the playwright Python package is not installed")
-    return path
 
 
 def _free_port() -> int:
