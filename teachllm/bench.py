@@ -46,7 +46,7 @@ from .cost import decode_cost
 from .lm import LanguageModel, load
 from .loading import checkpoint_folder, resolve_device, resolve_dtype
 from .model import Transformer, rope_inv_freq
-from .roofline import Device, PhasePoint, clock, format_points, measure_device, measure_phases, timed
+from .roofline import Device, PhasePoint, clock, decode_throughput, format_points, measure_device, measure_phases
 
 # SmolLM2-135M-Instruct's shapes (its config.json), for --random-weights where the checkpoint is absent.
 SMOLLM2_135M = ModelConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, n_layers=30, n_heads=9,
@@ -162,32 +162,21 @@ def compare_greedy(lm, hf, ids: list[int], s: Settings) -> dict:
 
 # ---- 2. decode throughput against batch size -----------------------------------------------------
 def batch_throughput(lm: LanguageModel, ids: list[int], s: Settings, roof: Device) -> list[dict]:
-    """Greedy decode of `batch_steps` steps for B copies of the prompt, at each batch size.
+    """Greedy decode of `batch_steps` steps for B copies of the prompt, at each batch size
+    (`roofline.decode_throughput`), beside the roofline's prediction.
 
-    The prompt is prefilled once per batch size (not timed); each timed run rewinds the cache to
-    the prompt (its slots are never overwritten) and decodes again. The roofline predicts a step
-    time of max(FLOPs / peak, bytes / bandwidth): while memory-bound, a bigger batch costs almost
-    nothing more, because the weights are read once per step whatever the batch.
+    The roofline predicts a step time of max(FLOPs / peak, bytes / bandwidth): while memory-bound, a bigger
+    batch costs almost nothing more, because the weights are read once per step whatever the batch.
     """
     rows = []
-    for b in s.batch_sizes:
-        cache = lm.new_cache(max_len=len(ids) + s.batch_steps, batch_size=b)
-        first = lm.prefill([ids] * b, cache).argmax(-1)  # [B]
-
-        def decode(cache=cache, first=first):
-            cache.reset()
-            cache.advance(len(ids))  # rewind to just after the prompt
-            token = first
-            for _ in range(s.batch_steps):
-                token = lm.decode_step(token, cache).argmax(-1)  # [B]
-
-        seconds = timed(decode, lm.device, reps=s.reps, budget_s=s.budget_s)
+    for measured in decode_throughput(lm, ids, s.batch_sizes, s.batch_steps, reps=s.reps, budget_s=s.budget_s):
+        b = measured["batch_size"]
         mid = len(ids) + s.batch_steps // 2  # keys visible at the middle step
         cost = decode_cost(lm.config, mid, b, lm.dtype)
         predicted_step = cost.flops / roof.attainable(cost.intensity)
-        rows.append({"batch_size": b, "seconds": seconds, "tokens_per_s": b * s.batch_steps / seconds,
-                     "intensity": cost.intensity, "predicted_tokens_per_s": b / predicted_step})
-        del cache
+        rows.append({"batch_size": b, "seconds": measured["seconds_per_step"] * s.batch_steps,
+                     "tokens_per_s": measured["tokens_per_s"], "intensity": cost.intensity,
+                     "predicted_tokens_per_s": b / predicted_step})
     for row in rows:
         row["ratio_to_batch_1"] = row["tokens_per_s"] / rows[0]["tokens_per_s"]
         row["predicted_ratio"] = row["predicted_tokens_per_s"] / rows[0]["predicted_tokens_per_s"]

@@ -209,3 +209,30 @@ def format_points(points: list[PhasePoint]) -> str:
                      f"{p.intensity:>8.1f}{p.seconds * 1e3:>9.1f}{p.achieved_flops / 1e9:>9.1f}"
                      f"{p.achieved_bandwidth / 1e9:>8.1f}{roof}")
     return "\n".join(lines)
+
+
+@torch.no_grad()
+def decode_throughput(lm, ids: list[int], batch_sizes=(1, 2, 4, 8, 16), steps: int = 8, reps: int = 3,
+                      budget_s: float | None = None) -> list[dict]:
+    """Batched decode speed: `steps` greedy decode steps for B copies of the prompt `ids`, at each batch size.
+
+    The prompt is prefilled once per batch size (not timed); each timed run rewinds the cache to just after
+    the prompt (its slots are never overwritten) and decodes again, so every run sees the same context.
+    A step's time is the median run (`timed`) ÷ steps. The one measurement behind the benchmark's batch
+    table and chapter 11's. Rows: batch_size, seconds_per_step, tokens_per_s (= batch_size ÷ step time).
+    """
+    rows = []
+    for b in batch_sizes:
+        cache = lm.new_cache(max_len=len(ids) + steps, batch_size=b)
+        first = lm.prefill([list(ids)] * b, cache).argmax(-1)  # [B]
+
+        def decode(cache=cache, first=first):
+            cache.truncate(len(ids))  # rewind to just after the prompt
+            token = first
+            for _ in range(steps):
+                token = lm.decode_step(token, cache).argmax(-1)  # [B]
+
+        step = timed(decode, lm.device, reps=reps, budget_s=budget_s) / steps
+        rows.append({"batch_size": b, "seconds_per_step": step, "tokens_per_s": b / step})
+        del cache
+    return rows

@@ -20,11 +20,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-import torch
-
+from .. import roofline
 from ..sampling import SamplingParams
 from ..texts import ENGLISH
-from ..timing import timed
 from .config import ServingConfig
 from .engine import ServingEngine
 from .metrics import ServingRun
@@ -51,29 +49,13 @@ PROMPTS = [
 LONG_TEXT = ENGLISH  # the shared sample paragraph (teachllm.texts)
 
 
-@torch.no_grad()
 def decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16), steps: int = 8, context: int = 32,
                       reps: int = 3) -> list[dict]:
-    """Decode tokens/s at each batch size (contiguous cache, `context` tokens already in it).
-
-    Each batch size: one warm-up step, then `reps` runs of `steps` steps; a step's time is the median
-    run divided by `steps`, so one slow run on a busy machine does not decide the row."""
-    rows = []
+    """Decode tokens/s at each batch size after `context` tokens of the shared paragraph: the measurement
+    of `teachllm.roofline.decode_throughput`, in the chapter's units (rows: batch, ms_per_step, tokens_per_s)."""
     ids = lm.tokenizer.encode(LONG_TEXT)[:context]
-    for batch in batch_sizes:
-        cache = lm.new_cache(max_len=context + steps + 1, batch_size=batch)
-        lm.prefill([ids] * batch, cache)
-        token = torch.zeros(batch, dtype=torch.long, device=lm.device)
-        lm.decode_step(token, cache)  # warm-up at this shape
-
-        def run_steps(cache=cache, token=token):
-            cache.truncate(context + 1)  # back to the prompt and the warm-up token every run
-            for _ in range(steps):
-                lm.decode_step(token, cache)
-
-        seconds = timed(run_steps, lm.device, reps=reps, warmup=0) / steps
-        rows.append({"batch": batch, "ms_per_step": 1000 * seconds, "tokens_per_s": batch / seconds})
-    return rows
+    return [{"batch": r["batch_size"], "ms_per_step": 1000 * r["seconds_per_step"], "tokens_per_s": r["tokens_per_s"]}
+            for r in roofline.decode_throughput(lm, ids, batch_sizes, steps, reps=reps)]
 
 
 @dataclass
