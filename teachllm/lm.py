@@ -22,7 +22,16 @@ import torch
 from .cache import KVCache
 from .config import ModelConfig
 from .generate import generate, stream
-from .loading import build_model, checkpoint_folder, read_safetensors, resolve_device, resolve_dtype
+from .loading import (
+    WEIGHTS,
+    build_model,
+    checkpoint_folder,
+    gguf_file,
+    quantise_from_gguf,
+    read_safetensors,
+    resolve_device,
+    resolve_dtype,
+)
 from .model import Trace, Transformer
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
@@ -311,8 +320,6 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     matrices kept in their shipped 4- and 8-bit blocks, multiplied by PyTorch's packed int4 kernel on
     the CPU; see teachllm.quant). With "gguf", "auto" means the CPU.
     """
-    from .loading import WEIGHTS, gguf_file, quantise_from_gguf
-
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     if weights == "gguf":
@@ -322,7 +329,7 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     dtype = resolve_dtype(dtype, device)
     folder = checkpoint_folder(name_or_path, progress=progress)
     config = ModelConfig.from_pretrained(folder)
-    model = build_model(config, read_safetensors(folder), device, dtype)
+    model = build_model(config, read_safetensors(folder, progress=progress), device, dtype)
     if weights == "gguf":
         model = quantise_from_gguf(model, source, device, dtype)
     has_tokenizer = (folder / "tokenizer.json").is_file() or (folder / "tokenizer.model").is_file()

