@@ -62,25 +62,20 @@ def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int |
     return allowed[:, None]  # [B, 1, S, T]
 
 
-def _count(value):
-    """A count as a Python int (numpy integers included); booleans and anything else are left for the caller
-    to refuse."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+def _positive_int(name: str, value) -> int:
+    """A count given by a caller, as a Python int: numpy integers are fine, booleans and fractions are not."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
         return int(value)
-    return value
+    raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 class KVCache:
     def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1,
                  dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
-        max_len, batch_size = _count(max_len), _count(batch_size)  # numpy integers are integers too
-        if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
-            raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+        max_len, batch_size = _positive_int("max_len", max_len), _positive_int("batch_size", batch_size)
         if max_len > config.max_position_embeddings:
             raise ValueError(f"max_len={max_len} exceeds the model's context window of "
                              f"{config.max_position_embeddings} tokens")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.config = config
         self.max_len = max_len
         self.batch_size = batch_size

@@ -373,19 +373,20 @@ explorer
 print(inspect.getsource(tl.LanguageModel.prefill))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# and the model's `forward` is the seed's loop over the layers:
+# and the model's `forward` runs `stages` to its end; `stages` is the seed's loop over the layers, pausing
+# after each stage so that `lm.step_through` can show it:
 
 # %%
-print(inspect.getsource(Transformer.forward))
+print(inspect.getsource(Transformer.stages))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # | seed sketch | teachllm | difference |
 # | --- | --- | --- |
 # | `model.embed_tokens(input_ids)` | `self.embed_tokens(ids)` | same |
 # | (positions not shown) | `self.prepare(n_new, batch_size, cache)`: positions, RoPE angles, the causal mask | Llama rotates q and k by position (RoPE) instead of adding a position vector |
-# | `layer.q_proj(hidden_states)` … | `layer(h, rope, mask, cache, trace)` | the layer first applies RMSNorm, then RoPE to q and k, and adds its outputs to the residual stream |
+# | `layer.q_proj(hidden_states)` … | `self.layers[i](hidden, rope, mask, cache, trace)` | the layer first applies RMSNorm, then RoPE to q and k, and adds its outputs to the residual stream |
 # | `kv_cache.update(layer_idx, k, v)` | `cache.write(self.index, k, v)` inside the attention | the cache stores K after RoPE (chapter 4) |
-# | `model.lm_head(hidden_states)` then `[:, -1, :]` | `self.norm(h)`, `h[:, -1:]`, then `self.lm_head(h)` | a final RMSNorm; the last row is taken *before* the LM head, which saves the work of 3.5 |
+# | `model.lm_head(hidden_states)` then `[:, -1, :]` | `self.norm(hidden)`, `hidden[:, -1:]`, then `self.lm_head(hidden)` | a final RMSNorm; the last row is taken *before* the LM head, which saves the work of 3.5 |
 #
 # ## Summary
 # - A forward pass ends in logits `[batch, positions, V]`; a decoding strategy turns the last row into a
