@@ -17,3 +17,21 @@ def missing(what: str):
     if os.environ.get("CI") == "true":
         pytest.fail(f"{what}; CI=true, so this test must run (.ci/run installs chromium and builds the book)")
     pytest.skip(f"{what} (make book; apt-get install chromium; pip install playwright; never `playwright install`)")
+
+
+def local_page(browser, allowed: str, outside: list, viewport: dict, timeout_ms: int):
+    """A new page on which every request that does not start with `allowed` (data: and blob: URLs aside)
+    is blocked and its URL appended to `outside`, so a test can assert that nothing left the machine."""
+    def only_local(route):
+        url = route.request.url
+        if url.startswith((allowed, "data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context = browser.new_context(viewport=viewport)
+    context.route("**/*", only_local)
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    return page

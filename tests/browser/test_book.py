@@ -18,11 +18,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, missing
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
-SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 TIMEOUT_MS = 60_000
 
 
@@ -56,21 +55,10 @@ def test_book_renders_offline(site, chromium):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     outside = []  # every request that would have left 127.0.0.1
 
-    def only_local(route):
-        url = route.request.url
-        if url.startswith((site + "/", "data:", "blob:")):
-            route.continue_()
-        else:
-            outside.append(url)
-            route.abort()
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         try:
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            context.route("**/*", only_local)
-            page = context.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
+            page = local_page(browser, site + "/", outside, {"width": 1400, "height": 1000}, TIMEOUT_MS)
 
             # ---- math: the vendored MathJax typesets the lecturer's guide's formulas ------------------
             page.goto(f"{site}/lecturers-guide.html")

@@ -19,10 +19,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page
 
 HERE = Path(__file__).parent
-SCREENSHOTS = HERE.parents[1] / "artifacts" / "screenshots"
 NOTEBOOK = "widgets.ipynb"
 TOKEN = "teachllm-browser-test"
 SERVER_TIMEOUT_S = 180  # JupyterLab's first start on a busy 2-core machine
@@ -128,21 +127,11 @@ def test_widgets_render_and_respond_in_jupyterlab(lab, chromium):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     outside = []  # requests that left 127.0.0.1
 
-    def only_local(route):
-        url = route.request.url
-        if url.startswith(("http://127.0.0.1", "data:", "blob:")):
-            route.continue_()
-        else:
-            outside.append(url)
-            route.abort()
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         try:
-            context = browser.new_context(viewport={"width": 1500, "height": 1100})
-            context.route("**/*", only_local)
-            page = context.new_page()
-            page.set_default_timeout(RUN_TIMEOUT_S * 1000)
+            page = local_page(browser, "http://127.0.0.1", outside, {"width": 1500, "height": 1100},
+                              RUN_TIMEOUT_S * 1000)
             page.goto(f"{lab}/lab/tree/{NOTEBOOK}?token={TOKEN}")
             page.wait_for_selector(".jp-Notebook .jp-Cell")
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
