@@ -21,7 +21,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cf
 test: setup
 	$(VENV)/bin/ruff check teachllm tests scripts notebooks/src notebooks/solutions book
 	$(PINNED) $(PY) -m pytest
-	$(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb
+	$(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb notebooks/zh/*.ipynb
 
 # the parity tests (teachllm against transformers, cached against uncached) on whatever accelerator is present,
 # in float32 so the tolerances stay those of the CPU run
@@ -32,20 +32,22 @@ test-accelerator: setup
 test-browser: setup
 	$(PY) -m pytest tests/browser
 
-# rebuild (execute) the chapter notebooks from notebooks/src; `make notebooks NB=06` for one
+# rebuild (execute) the chapter notebooks, English and Chinese, from notebooks/src; `make notebooks NB=06` for one
 notebooks: setup
 	$(PINNED) $(PY) scripts/build_notebooks.py $(NB)
 
+# JupyterLab opens on notebooks/: the English chapters, and the Chinese ones in notebooks/zh/
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
-# the textbook site: book/_build/html/index.html. Renders the committed notebooks (never executes them),
+# the textbook site: book/_build/html/index.html, the Chinese edition in book/_build/html/zh/. Renders the committed notebooks (never executes them),
 # warnings are errors. Needs Graphviz (apt-get install graphviz) and, the first time, npm to fetch MathJax.
 book: setup
 	@command -v dot >/dev/null 2>&1 || { echo "make book: Graphviz's dot is missing (apt-get install graphviz)" >&2; exit 1; }
 	@bash scripts/fetch_book_assets.sh
 	$(PY) -m sphinx -b html -W --keep-going -q book book/_build/html
-	@echo "book: open book/_build/html/index.html"
+	$(PY) -m sphinx -b html -W --keep-going -q book/zh book/_build/html/zh
+	@echo "book: open book/_build/html/index.html (中文版: book/_build/html/zh/index.html)"
 
 lint: setup
 	$(VENV)/bin/ruff check teachllm tests scripts notebooks/src notebooks/solutions book

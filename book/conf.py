@@ -31,7 +31,8 @@ extensions = [
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "_vendor", "README.md", "Thumbs.db", ".DS_Store"]
+# zh/ is the Chinese edition, a second Sphinx project (book/zh/conf.py) built into _build/html/zh
+exclude_patterns = ["_build", "_vendor", "zh", "README.md", "Thumbs.db", ".DS_Store"]
 templates_path = []
 
 # ---- notebooks: render the committed outputs, never execute ----------------------------------------
@@ -41,6 +42,8 @@ nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 teachllm_chapters_from = ROOT / "notebooks"  # copied (unchanged) to book/chapters/ at build time
+# the language switch at the top of every page: (path from this site's root to the other edition's, label)
+teachllm_other_edition = ("zh/", "中文版")
 
 # ---- math: the vendored MathJax 3 (SVG output: no font files to fetch) ------------------------------
 mathjax_path = "mathjax/tex-svg.js"  # relative to _static/

@@ -1,11 +1,18 @@
-"""Build the chapter notebooks: notebooks/src/NN-name.py (jupytext percent format) → notebooks/NN-name.ipynb.
+"""Build the chapter notebooks: notebooks/src/NN-name.py (jupytext percent format) → notebooks/NN-name.ipynb,
+and the Chinese edition, notebooks/src/NN-name.py + NN-name.zh.md → notebooks/zh/NN-name.ipynb.
 
 Each notebook is converted, executed top to bottom in a fresh kernel, and written with its outputs,
 which is what nbval compares against in CI. The .py files are the ones to edit (they diff well);
 tests/test_notebooks.py checks that every .ipynb still matches its .py.
 
-    python scripts/build_notebooks.py              # all notebooks
+A Chinese notebook has the English one's code cells, its Markdown cells from the translation file
+(scripts/translations.py), and one more code cell before the first: `viz.set_language("zh")`, so
+figures and widgets speak Chinese. Figures also carry a PNG (TEACHLLM_STATIC_FIGURES=1, kaleido), so they
+show on a code host, in an HTML export and in the book.
+
+    python scripts/build_notebooks.py              # all notebooks, both editions
     python scripts/build_notebooks.py 01 06        # the ones whose names start with 01 or 06
+    python scripts/build_notebooks.py --lang zh 06 # one edition only
     python scripts/build_notebooks.py --metadata-only 03   # copy cell metadata only (slides, tags); no re-run
 
 `--metadata-only` is for a change that touches only cell metadata in the .py (a slide type, say): it
@@ -25,34 +32,55 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import translations  # noqa: E402  (scripts/ is not a package)
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+LANGUAGES = ("en", *translations.LANGUAGES)
+LANGUAGE_CELL = {"zh": 'from teachllm import viz\n\nviz.set_language("zh")  # 图表和控件的文字用中文；代码与英文版相同'}
 
 
-def notebook_from_source(src: Path) -> nbformat.NotebookNode:
-    """The notebook a .py source describes, without outputs, with plain metadata."""
+def folder(lang: str) -> Path:
+    """Where one edition's notebooks live: notebooks/ for English, notebooks/<lang>/ for a translation."""
+    return NOTEBOOKS if lang == "en" else NOTEBOOKS / lang
+
+
+def notebook_from_source(src: Path, lang: str = "en") -> nbformat.NotebookNode:
+    """The notebook a .py source describes in one language, without outputs, with plain metadata."""
     nb = jupytext.read(src)
     nb.metadata = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
+    if lang != "en":
+        prose = iter(translations.translated_cells(src, lang))  # raises when the translation is out of sync
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = next(prose)
+        first_code = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code")
+        nb.cells.insert(first_code, nbformat.v4.new_code_cell(LANGUAGE_CELL[lang], metadata={"tags": ["language"]}))
+        nb.metadata["language"] = lang
+    for k, cell in enumerate(nb.cells):
+        cell.id = f"{lang}-{k:03d}"  # stable ids: rebuilding does not churn every cell
     return nb
 
 
-def build(src: Path) -> float:
-    nb = notebook_from_source(src)
+def build(src: Path, lang: str = "en") -> float:
+    nb = notebook_from_source(src, lang)
     # Widget state is not stored: a live widget needs a running kernel anyway, and plotly's FigureWidget
     # state carries its whole JavaScript bundle (megabytes per notebook).
     client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, store_widget_state=False,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+                            resources={"metadata": {"path": str(folder(lang))}})
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    nbformat.write(nb, NOTEBOOKS / f"{src.stem}.ipynb")
+    folder(lang).mkdir(exist_ok=True)
+    nbformat.write(nb, folder(lang) / f"{src.stem}.ipynb")
     return seconds
 
 
-def copy_metadata(src: Path) -> None:
+def copy_metadata(src: Path, lang: str = "en") -> None:
     """Give the committed notebook the cell metadata of its source; sources and outputs stay as they are."""
-    path = NOTEBOOKS / f"{src.stem}.ipynb"
-    built, want = nbformat.read(path, as_version=4), notebook_from_source(src)
+    path = folder(lang) / f"{src.stem}.ipynb"
+    built, want = nbformat.read(path, as_version=4), notebook_from_source(src, lang)
     if [(c.cell_type, c.source) for c in built.cells] != [(c.cell_type, c.source) for c in want.cells]:
         sys.exit(f"{path.name}: the cells differ from {src.name}; rebuild it instead")
     for cell, source_cell in zip(built.cells, want.cells, strict=True):
@@ -64,20 +92,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
     parser.add_argument("--metadata-only", action="store_true", help="copy cell metadata, do not execute")
+    parser.add_argument("--lang", choices=LANGUAGES, action="append", help="one edition (default: all)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TEACHLLM_STATIC_FIGURES", "1")
     sources = sorted((NOTEBOOKS / "src").glob("*.py"))
     if args.prefixes:
         sources = [s for s in sources if s.name.startswith(tuple(args.prefixes))]
     if not sources:
         sys.exit("no notebook sources matched")
     for src in sources:
-        if args.metadata_only:
-            copy_metadata(src)
-            print(f"{src.stem}: metadata copied")
-            continue
-        print(f"{src.stem}: executing ...", end=" ", flush=True)
-        print(f"{build(src):.1f} s")
+        for lang in args.lang or LANGUAGES:
+            name = src.stem if lang == "en" else f"{lang}/{src.stem}"
+            if args.metadata_only:
+                copy_metadata(src, lang)
+                print(f"{name}: metadata copied")
+                continue
+            print(f"{name}: executing ...", end=" ", flush=True)
+            print(f"{build(src, lang):.1f} s")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ import nbformat
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-BUILT = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
+# both editions: the Chinese notebooks run the same code, so their prose must quote the same numbers
+BUILT = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb")) + sorted(NOTEBOOKS.glob("zh/[0-9][0-9]-*.ipynb"))
 BEFORE, AFTER = 4, 2  # code cells searched on each side of a markdown cell
 SMALL = 12
 
@@ -50,9 +51,10 @@ XFAIL: dict[str, str] = {}  # notebook stem → why its check is expected to fai
 NUMBER = re.compile(r"(?<![\w.·^])[-−]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:e[-−]?\d+)?(?![\w])")
 # "in 3.3", "of 3.5", "(4.3)", "chapter 10", "sections 12.4 and 12.5": references to a section
 SECTION = re.compile(r"(?:\b(?:chapters?|sections?|§|in|of|see|from|and|to)\s+|[(,|]\s*)(\d{1,2}\.\d)\b", re.I)
-APPROX = re.compile(r"\b(?:about|around|near|nearly|almost|roughly|some)\b|[≈~]", re.I)
+APPROX = re.compile(r"\b(?:about|around|near|nearly|almost|roughly|some)\b|[≈~]|约|大约|大概|接近|将近|差不多|近", re.I)
+CJK_NEXT_TO_DIGIT = re.compile(r"(?<=[\u4e00-\u9fff])(?=[-−\d])|(?<=\d)(?=[\u4e00-\u9fff])")
 SKIP = [
-    re.compile(r"^## Exercises.*", re.S | re.M),  # exercises give inputs to try, not results
+    re.compile(r"^## (?:Exercises|练习|习题).*", re.S | re.M),  # exercises give inputs to try, not results
     re.compile(r"```.*?```", re.S),  # fenced code
     re.compile(r"`[^`]*`"),  # code spans
     re.compile(r"^#.*$", re.M),  # headings
@@ -60,7 +62,9 @@ SKIP = [
     re.compile(r"§\s*\d+(?:\.\d+)*"),  # a section of a seed document ("generation-process §2.3")
     re.compile(r"\b(?:chapters?|sections?|§)\s+\d+(?:\.\d+)?(?:\s*(?:,|and|or|–|-|to)\s*\d+(?:\.\d+)?)*", re.I),
     re.compile(r"\b(?:19\d\d|20[0-3]\d)\b"),  # years
+    re.compile(r"第\s*\d+(?:\.\d+)?\s*[章节讲]|\d+(?:\.\d+)?\s*节"),  # "第 10 章", "第 11 讲", "4.3 节"
 ]
+SUMMARY = ("## Summary", "## 小结", "## 总结", "## 本章小结")
 
 
 def numbers_in(text: str) -> list[str]:
@@ -136,7 +140,7 @@ def unbacked(path: Path, sections: set[str] = frozenset()) -> list[str]:
     for i, cell in enumerate(cells):
         if cell.cell_type != "markdown":
             continue
-        if i == 0 or "## Summary" in cell.source:  # they restate the whole chapter
+        if i == 0 or any(s in cell.source for s in SUMMARY):  # they restate the whole chapter
             before, after = code_at, []
         else:
             before = [j for j in code_at if j < i][-BEFORE:]
@@ -150,7 +154,8 @@ def unbacked(path: Path, sections: set[str] = frozenset()) -> list[str]:
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(reason=XFAIL[p.stem], strict=False))
-                                  if p.stem in XFAIL else p for p in BUILT], ids=[p.stem for p in BUILT])
+                                  if p.stem in XFAIL else p for p in BUILT],
+                         ids=[p.relative_to(NOTEBOOKS).with_suffix("").as_posix() for p in BUILT])
 def test_every_quoted_number_is_printed_or_asserted_nearby(path):
     problems = unbacked(path, section_numbers())
     assert not problems, f"{path.name}: numbers in the prose that no nearby code cell prints or holds:\n" + \

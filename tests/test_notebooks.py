@@ -1,45 +1,99 @@
-"""The committed notebooks match their sources and were committed executed (nbval compares their outputs)."""
+"""The committed notebooks, English and Chinese, match their sources and were committed executed (nbval
+compares their outputs); the Chinese edition's code and outputs are the English edition's."""
 
+import re
+import sys
+from configparser import ConfigParser
 from pathlib import Path
 
-import jupytext
 import nbformat
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
 SOURCES = sorted((NOTEBOOKS / "src").glob("*.py"))
+sys.path.insert(0, str(ROOT / "scripts"))
+import build_notebooks  # noqa: E402  (scripts/ is not a package)
+
+EDITIONS = [(lang, src) for lang in build_notebooks.LANGUAGES for src in SOURCES]
+IDS = [f"{lang}-{src.stem}" for lang, src in EDITIONS]
+
+
+def built_path(lang: str, src: Path) -> Path:
+    return build_notebooks.folder(lang) / f"{src.stem}.ipynb"
 
 
 def test_there_are_notebooks():
     assert SOURCES, "no notebook sources in notebooks/src"
 
 
-@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
-def test_notebook_matches_its_source(src):
-    built = NOTEBOOKS / f"{src.stem}.ipynb"
-    assert built.is_file(), f"{built.name} is missing: run `python scripts/build_notebooks.py {src.stem[:2]}`"
+@pytest.mark.parametrize(("lang", "src"), EDITIONS, ids=IDS)
+def test_notebook_matches_its_source(lang, src):
+    built = built_path(lang, src)
+    assert built.is_file(), f"{built} is missing: run `python scripts/build_notebooks.py --lang {lang} {src.stem[:2]}`"
     nb = nbformat.read(built, as_version=4)
-    want = jupytext.read(src)
+    want = build_notebooks.notebook_from_source(src, lang)  # raises when a translation is out of sync
     assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in want.cells], (
-        f"{built.name} is out of date with {src.name}: rebuild it")
+        f"{built.name} ({lang}) is out of date with {src.name}: rebuild it")
     slides = [c.metadata.get("slideshow") for c in nb.cells]
     assert slides == [c.metadata.get("slideshow") for c in want.cells], (
         f"{built.name}'s slide types differ from {src.name}: `python scripts/build_notebooks.py --metadata-only`")
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
 
-@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
-def test_notebook_was_committed_executed(src):
-    nb = nbformat.read(NOTEBOOKS / f"{src.stem}.ipynb", as_version=4)
+@pytest.mark.parametrize(("lang", "src"), EDITIONS, ids=IDS)
+def test_notebook_was_committed_executed(lang, src):
+    nb = nbformat.read(built_path(lang, src), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in code), "some cells were never run"
     assert not any(o.output_type == "error" for c in code for o in c.outputs), "a cell raised an error"
 
 
-@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
-def test_notebook_stays_small(src):
+@pytest.mark.parametrize(("lang", "src"), EDITIONS, ids=IDS)
+def test_notebook_stays_small(lang, src):
     """No widget state or embedded plotly.js: either would put megabytes of JavaScript into the repo."""
-    path = NOTEBOOKS / f"{src.stem}.ipynb"
+    path = built_path(lang, src)
     nb = nbformat.read(path, as_version=4)
     assert "widgets" not in nb.metadata, "widget state was stored: build with scripts/build_notebooks.py"
-    assert path.stat().st_size < 1_000_000, f"{path.name} is {path.stat().st_size / 1e6:.1f} MB"
+    assert path.stat().st_size < 1_500_000, f"{path.name} is {path.stat().st_size / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize(("lang", "src"), EDITIONS, ids=IDS)
+def test_every_figure_carries_a_static_rendering(lang, src):
+    """A plotly figure output also holds a PNG, so it shows where no JavaScript runs (a code host, an export)."""
+    nb = nbformat.read(built_path(lang, src), as_version=4)
+    figures = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+               if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    without = [o for o in figures if "image/png" not in o["data"]]
+    assert not without, f"{len(without)} of {len(figures)} figures have no PNG: build with TEACHLLM_STATIC_FIGURES=1"
+
+
+def sanitised(text: str) -> str:
+    """Text with what nbval's sanitise file normalises (timings, ids, addresses) normalised the same way."""
+    config = ConfigParser()
+    config.read(NOTEBOOKS / "sanitize.cfg")
+    for section in config.sections():
+        text = re.sub(config[section]["regex"], config[section]["replace"], text)
+    return text
+
+
+def printed(cell) -> str:
+    """What a code cell printed and returned as text, sanitised; figures and widgets are left out."""
+    parts = [o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+             for o in cell.outputs if not {"application/vnd.plotly.v1+json", "application/vnd.jupyter.widget-view+json"}
+             & set(o.get("data", {}))]
+    return sanitised("".join(parts))
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
+@pytest.mark.parametrize("lang", build_notebooks.LANGUAGES[1:])
+def test_translated_notebook_prints_what_the_english_one_prints(lang, src):
+    """Same code, same seed, same outputs: every code cell whose output nbval compares prints the same text
+    in both editions (figures and widgets, whose labels are translated, are left out)."""
+    english = [c for c in nbformat.read(built_path("en", src), as_version=4).cells if c.cell_type == "code"]
+    other = [c for c in nbformat.read(built_path(lang, src), as_version=4).cells
+             if c.cell_type == "code" and "language" not in c.metadata.get("tags", [])]
+    assert [c.source for c in other] == [c.source for c in english]
+    differ = [k for k, (a, b) in enumerate(zip(english, other, strict=True))
+              if "NBVAL_IGNORE_OUTPUT" not in a.metadata.get("tags", []) and printed(a) != printed(b)]
+    assert not differ, f"code cells {differ} print differently in {lang}: {printed(other[differ[0]])[:300]!r}"

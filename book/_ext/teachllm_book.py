@@ -18,6 +18,9 @@ What it does, in the order a build meets it:
    the whole site, copied from the plotly package) and ``plotly-figures.js``.
 4. ``doctree-resolved`` (chapters only): the first occurrence of each glossary term in a chapter's prose
    becomes a link to its entry in the glossary. Code, outputs, headings and existing links are skipped.
+   The Chinese edition links its Chinese terms (预填充, KV 缓存 …) too.
+5. ``html-page-context``: every page starts with a link to the same page in the other edition (English ↔
+   中文, ``teachllm_other_edition``); the API pages, which exist in English only, lead to the API page.
 """
 
 from __future__ import annotations
@@ -139,11 +142,18 @@ def glossary_terms(app: Sphinx) -> list[tuple[re.Pattern, str, str]]:
     """(pattern, docname, anchor) for each English glossary term, longest first."""
     std = app.env.domains.standard_domain
     terms, seen = [], set()
+    chinese = (app.config.language or "").startswith("zh")
     for name, _display, kind, docname, anchor, _priority in std.get_objects():
-        if kind == "term" and name.isascii() and len(name) >= 3 and name.lower() not in seen:
-            seen.add(name.lower())  # "KV cache" and "KV Cache" are one term to a case-blind search
+        if kind != "term" or name.lower() in seen:
+            continue
+        if name.isascii() and len(name) >= 3:
             pattern = re.compile(rf"(?<![\w/-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
-            terms.append((pattern, docname, anchor, len(name)))
+        elif chinese and not name.isascii() and len(name) >= 2:
+            pattern = re.compile(re.escape(name))  # Chinese has no spaces to bound a word
+        else:
+            continue
+        seen.add(name.lower())  # "KV cache" and "KV Cache" are one term to a case-blind search
+        terms.append((pattern, docname, anchor, len(name)))
     terms.sort(key=lambda t: -t[3])
     return [t[:3] for t in terms]
 
@@ -165,8 +175,30 @@ def link_glossary(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             break
 
 
+# ---- 5. the language switch ------------------------------------------------------------------------------
+def other_edition_page(pagename: str, to_translation: bool) -> str:
+    """The page name in the other edition: the same page, except the API pages (English only)."""
+    if to_translation:
+        return "api" if pagename.startswith("api/") else pagename
+    return "api/index" if pagename == "api" else pagename
+
+
+def add_language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if app.config.teachllm_other_edition is None or "body" not in context:
+        return
+    prefix, label = app.config.teachllm_other_edition
+    up = "../" * pagename.count("/")
+    target = other_edition_page(pagename, to_translation=not prefix.startswith(".."))
+    href = f"{up}{prefix}{target}.html"
+    lang = "en" if prefix.startswith("..") else "zh-CN"
+    context["body"] = (f'<p class="language-switch"><a href="{html.escape(href)}" hreflang="{lang}" lang="{lang}">'
+                       f"{html.escape(label)}</a></p>\n") + context["body"]
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("teachllm_chapters_from", None, "env")
+    app.add_config_value("teachllm_other_edition", None, "html")
+    app.connect("html-page-context", add_language_switch)
     app.connect("builder-inited", copy_chapters)
     app.connect("source-read", rewrite_chapter)
     app.connect("html-page-context", add_plotly_js)

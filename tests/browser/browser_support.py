@@ -35,3 +35,34 @@ def local_page(browser, allowed: str, outside: list, viewport: dict, timeout_ms:
     page = context.new_page()
     page.set_default_timeout(timeout_ms)
     return page
+
+
+_GLYPH_SPANS = """([selector, probes]) => {
+    const el = document.querySelector(selector);
+    if (!el) return null;
+    const han = [...new Set(el.textContent.match(/[\\u4e00-\\u9fff]/g) || [])].slice(0, 2);
+    if (han.length < 2) return null;
+    const font = getComputedStyle(el).font;
+    [...han, '\\ue000'].forEach((text, k) => {
+        const span = document.createElement('span');
+        span.id = probes[k];
+        span.textContent = text;
+        span.style.cssText = `font:${font};position:fixed;left:${8 + 80 * k}px;top:8px;z-index:99999;` +
+            'background:#fff;color:#000;padding:2px;line-height:1.2';
+        document.body.appendChild(span);
+    });
+    return han;
+}"""
+
+
+def chinese_is_drawn(page, selector: str) -> list[str]:
+    """Two Chinese characters of the element `selector` drawn in its font must look different from each other
+    and from the missing-glyph box (a private-use character): with no CJK font, every one is the same box.
+    Returns the two characters; raises AssertionError when they are boxes."""
+    probes = ["glyph-probe-a", "glyph-probe-b", "glyph-probe-box"]
+    han = page.evaluate(_GLYPH_SPANS, [selector, probes])
+    assert han, f"no two Chinese characters in {selector}"
+    a, b, box = (page.locator(f"#{p}").screenshot() for p in probes)
+    page.evaluate("probes => probes.forEach(p => document.getElementById(p).remove())", probes)
+    assert a != b and a != box and b != box, f"{han} are drawn as missing-glyph boxes: no CJK font?"
+    return han

@@ -8,17 +8,23 @@ no analytics). On four pages it checks what a reader would see:
 - the diagrams page: the Graphviz diagrams are drawn (SVG with nodes);
 - the search page: searching "KV cache" lists results.
 
+And on the Chinese edition (book/_build/html/zh): chapter 6 is drawn in Chinese (two of its characters,
+screenshotted, differ from each other and from the missing-glyph box), its figure and formula are drawn,
+the language switch leads to the same chapter in English and back, and searching 预填充 finds pages
+(Sphinx indexes Chinese only with jieba).
+
 Screenshots: artifacts/screenshots/book-*.png. Without a built site, Chromium or Playwright the test is
 skipped, except under CI=true, where it fails.
 """
 
 import functools
 import http.server
+import re
 import threading
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chinese_is_drawn, local_page, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
@@ -34,7 +40,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def site():
     """The built site served on a free port of 127.0.0.1; yields its base URL."""
     for page in ("index.html", "lecturers-guide.html", "diagrams.html", "search.html",
-                 "chapters/06-logits-to-token.html"):
+                 "chapters/06-logits-to-token.html", "zh/index.html", "zh/chapters/06-logits-to-token.html"):
         if not (SITE / page).is_file():
             missing(f"the book is not built ({SITE / page} is missing: run `make book`)")
     handler = functools.partial(_QuietHandler, directory=str(SITE))
@@ -133,3 +139,52 @@ def test_book_renders_offline(site, chromium):
             browser.close()
     print(f"requests that tried to leave 127.0.0.1: {len(outside)}")
     assert outside == [], f"the book tried to fetch from outside 127.0.0.1: {outside}"
+
+
+def test_chinese_book_renders_offline(site, chromium):
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    outside = []
+    chapter = "chapters/06-logits-to-token.html"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = local_page(browser, site + "/", outside, {"width": 1400, "height": 1000}, TIMEOUT_MS)
+
+            # ---- a Chinese chapter: its text in a CJK font, its figures and formulas drawn -------------
+            page.goto(f"{site}/zh/{chapter}")
+            assert page.evaluate("() => document.documentElement.lang").startswith("zh")
+            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+            page.wait_for_function("() => document.querySelectorAll('mjx-container svg').length >= 1")
+            heading = page.locator("article h1").first.inner_text()
+            assert "第 6 章" in heading, heading
+            drawn = chinese_is_drawn(page, "article h1")
+            print("Chinese characters drawn in the chapter heading:", drawn)
+            titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
+                                   ".map(t => t.textContent)")
+            assert any(re.search(r"[\u4e00-\u9fff]", t) for t in titles), f"figure titles not in Chinese: {titles}"
+            page.screenshot(path=SCREENSHOTS / "book-zh-chapter.png")
+            figure = page.locator(".js-plotly-plot").first
+            figure.scroll_into_view_if_needed()
+            figure.screenshot(path=SCREENSHOTS / "book-zh-figure.png")
+
+            # ---- the language switch: the same chapter in English, and back ------------------------------
+            page.goto(f"{site}/zh/{chapter}")
+            page.locator(".language-switch a").click()
+            page.wait_for_load_state()
+            assert page.url == f"{site}/{chapter}", page.url
+            page.locator(".language-switch a").click()
+            page.wait_for_load_state()
+            assert page.url == f"{site}/zh/{chapter}", page.url
+
+            # ---- search in Chinese: jieba split the pages into words, so 预填充 is in the index ----------
+            page.goto(f"{site}/zh/search.html?q=预填充")
+            results = page.locator("#search-results ul.search li")
+            results.first.wait_for(state="visible")
+            assert results.count() >= 3, results.all_inner_texts()
+            page.screenshot(path=SCREENSHOTS / "book-zh-search.png")
+        finally:
+            browser.close()
+    print(f"requests that tried to leave 127.0.0.1: {len(outside)}")
+    assert outside == [], f"the Chinese book tried to fetch from outside 127.0.0.1: {outside}"

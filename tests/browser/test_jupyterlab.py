@@ -2,7 +2,9 @@
 
 Starts `jupyter lab` on 127.0.0.1 with a fixed token, opens tests/browser/widgets.ipynb, runs every
 cell, then moves the distribution explorer's temperature slider and the attention explorer's layer
-selector and checks that the charts in the page change. Screenshots go to artifacts/screenshots/.
+selector and checks that the charts in the page change. Then it opens tests/browser/widgets-zh.ipynb, the
+same explorer after `viz.set_language("zh")`, and checks that its labels and figure title are Chinese and
+drawn with a CJK font (not missing-glyph boxes). Screenshots go to artifacts/screenshots/.
 Every request the page makes must stay on 127.0.0.1: nothing may come from a CDN.
 
 Without Chromium or Playwright the test is skipped, except under CI=true, where it fails.
@@ -19,10 +21,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chinese_is_drawn, local_page
 
 HERE = Path(__file__).parent
 NOTEBOOK = "widgets.ipynb"
+CHINESE_NOTEBOOK = "widgets-zh.ipynb"
 TOKEN = "teachllm-browser-test"
 SERVER_TIMEOUT_S = 180  # JupyterLab's first start on a busy 2-core machine
 RUN_TIMEOUT_S = 420  # the kernel loads the model and runs every cell
@@ -48,7 +51,8 @@ def lab(tmp_path_factory, chromium):
     """A JupyterLab server on a free port, serving a copy of this folder's notebook, with a kernel that
     runs this Python (sys.executable) and no news or update checks. Yields its base URL."""
     root = tmp_path_factory.mktemp("lab")
-    shutil.copy(HERE / NOTEBOOK, root / NOTEBOOK)
+    for name in (NOTEBOOK, CHINESE_NOTEBOOK):
+        shutil.copy(HERE / name, root / name)
     jupyter = tmp_path_factory.mktemp("jupyter")
     kernel = jupyter / "data" / "kernels" / "python3"
     kernel.mkdir(parents=True)
@@ -182,6 +186,38 @@ def test_widgets_render_and_respond_in_jupyterlab(lab, chromium):
             _wait_until(lambda: static.locator(".bars .point path").count() >= 20, RUN_TIMEOUT_S, "the static figure")
             static.screenshot(path=SCREENSHOTS / "static-distribution-figure.png")
             page.screenshot(path=SCREENSHOTS / "jupyterlab.png")
+        finally:
+            browser.close()
+    assert outside == [], f"the page tried to fetch from outside 127.0.0.1: {outside}"
+
+
+def test_chinese_widget_in_jupyterlab(lab, chromium):
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    outside = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = local_page(browser, "http://127.0.0.1", outside, {"width": 1500, "height": 1100},
+                              RUN_TIMEOUT_S * 1000)
+            page.goto(f"{lab}/lab/tree/{CHINESE_NOTEBOOK}?token={TOKEN}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell")
+            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
+                                   "  .isEnabled('notebook:run-all-cells')")
+            _wait_until(lambda: _kernel_ready(page), SERVER_TIMEOUT_S, "the notebook's kernel")
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            explorer = page.locator(".jp-OutputArea-output", has=page.locator(".teachllm-temperature"))
+            bars = explorer.locator(".js-plotly-plot .bars .point path")
+            _wait_until(lambda: bars.count() >= 20, RUN_TIMEOUT_S, "the Chinese distribution explorer's bars")
+            label = explorer.locator(".teachllm-temperature .widget-label").inner_text()
+            assert "温度" in label, label
+            title = explorer.locator(".js-plotly-plot .gtitle").first.text_content()
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in title), title
+            explorer.locator(".teachllm-temperature .widget-label").evaluate("el => el.id = 'zh-temperature-label'")
+            print("drawn:", chinese_is_drawn(page, "#zh-temperature-label"),
+                  chinese_is_drawn(page, ".jp-OutputArea-output .js-plotly-plot .gtitle"))
+            explorer.screenshot(path=SCREENSHOTS / "distribution-explorer-zh.png")
         finally:
             browser.close()
     assert outside == [], f"the page tried to fetch from outside 127.0.0.1: {outside}"
