@@ -8,9 +8,12 @@ checked by building every figure and widget in Chinese and asking `untranslated`
 
 import ast
 import base64
+import os
 import re
 import string
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,6 +100,16 @@ def test_only_english_and_chinese():
     with pytest.raises(ValueError, match="'en', 'zh'.*'fr'"):
         viz.set_language("fr")
     assert viz.language() == "en"
+
+
+def test_the_environment_can_choose_the_language():
+    """TEACHLLM_LANGUAGE sets the language at import, so the Chinese notebooks run the English code cells."""
+    code = "from teachllm import viz; print(viz.language(), viz.tr('layer {i}', i=2))"
+    run = lambda lang: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
+                                      env={**os.environ, "TEACHLLM_LANGUAGE": lang})
+    assert run("zh").stdout.strip() == "zh 第 2 层"
+    bad = run("fr")
+    assert bad.returncode != 0 and "language must be one of 'en', 'zh', got 'fr'" in bad.stderr
 
 
 # ---- (b) every figure and widget, in Chinese --------------------------------------------------------
@@ -193,13 +206,13 @@ def test_widgets_in_chinese(lm, chunked_run, chinese):
     explorer.preset.value = "chat"
     explorer.sample_button.click()
     assert "采样到" in explorer.info.value and CJK.search(explorer.figure.layout.title.text)
+    assert explorer.figure.layout.font.family == CJK_FONT == viz.PhaseTimeline(lm, "x").figure.layout.font.family
     attention = viz.AttentionExplorer(lm, "The sky is", n_decode=1)
     assert attention.layer.options[2] == ("第 2 层", 2) and attention.head.description == "注意力头"
     step = viz.StepThrough(lm, "The sky is", tl.SamplingParams(temperature=0, max_tokens=2, ignore_eos=True))
     step.run()
     assert "<th>阶段</th>" in step.table.value and "（已结束）" in step.text.value
     viz.CacheGrowthView(lm, "The sky is", tl.SamplingParams(temperature=0, max_tokens=2))
-    viz.PhaseTimeline(lm, "The sky is")
     viz.RooflineView(lm)
     lecture.BPEStepper("the river", tl.bpe.train_bpe("the river", n_merges=2)[1])
     timeline = vs.IterationTimeline(chunked_run)
