@@ -15,13 +15,13 @@
 # Everything runs on a laptop CPU in a few seconds. Each later chapter opens up one stage.
 
 # %%
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.viz import pipeline_figure, pipeline_stages
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct: CUDA + bfloat16 if there is a GPU, else CPU + float32
 lm

@@ -18,14 +18,14 @@
 import json
 from collections import Counter
 
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.bpe import bpe_encode, split_words, train_bpe
 from teachllm.viz import BPEStepper, bpe_pieces_figure
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer  # the tokenizer that came with the checkpoint

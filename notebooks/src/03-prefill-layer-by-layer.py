@@ -19,15 +19,15 @@
 import inspect
 import math
 
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.model import Transformer, attention_by_hand
 from teachllm.viz import AttentionExplorer, attention_figure, capture_attention
 from teachllm.viz.widgets import labeller
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab itself, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer

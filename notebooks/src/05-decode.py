@@ -19,16 +19,16 @@
 # %%
 import math
 
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.model import apply_rope, rope_cos_sin
 from teachllm.viz import AttentionExplorer, StepThrough, attention_figure, capture_attention, step_figure
 from teachllm.viz.data import step_record
 from teachllm.viz.widgets import labeller
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab itself, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer

@@ -21,13 +21,12 @@
 import math
 
 import plotly.graph_objects as go
-import plotly.io as pio
 import torch
 
 import teachllm as tl
 from teachllm import sampling, viz
 
-pio.renderers.default = "plotly_mimetype"  # JupyterLab draws the figures itself: nothing comes from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
@@ -148,15 +147,14 @@ assert gap < 0.002
 
 # %%
 temperatures = [round(0.05 * 1.2**i, 4) for i in range(30)]  # 0.05 … about 10, evenly spaced on a log axis
-fig = go.Figure(layout=dict(template="plotly_white", height=380,
-                            title="Entropy of the next-token distribution against temperature",
-                            xaxis=dict(type="log", title="temperature T"),
-                            yaxis=dict(title="entropy (bits)", range=[0, 18.5])))
+fig = go.Figure(layout=viz.figures.figure_layout(
+    height=380, title=viz.tr("Entropy of the next-token distribution against temperature"),
+    xaxis=dict(type="log", title=viz.tr("temperature T")), yaxis=dict(title=viz.tr("entropy (bits)"), range=[0, 18.5])))
 for name, logits in (("The capital of France is", sure), ("Once upon a time, there was a", open_)):
     H = [round(viz.data.entropy_bits(sampling.apply_temperature(logits, T)), 2) for T in temperatures]  # bits
     fig.add_scatter(x=temperatures, y=H, mode="lines+markers", name=name)
-fig.add_hline(y=round(math.log2(tok.vocab_size), 4), line_dash="dash", annotation_text="uniform: log₂ V")
-for (low, high), color, task in (((0.1, 0.5), "#9ecae1", "QA, summaries"), ((0.7, 1.3), "#fdae6b", "creative")):
+fig.add_hline(y=round(math.log2(tok.vocab_size), 4), line_dash="dash", annotation_text=viz.tr("uniform: log₂ V"))
+for (low, high), color, task in (((0.1, 0.5), "#9ecae1", viz.tr("QA, summaries")), ((0.7, 1.3), "#fdae6b", viz.tr("creative"))):
     fig.add_vrect(x0=low, x1=high, fillcolor=color, opacity=0.25, line_width=0)  # the lecture's ranges
     fig.add_annotation(x=round(math.log10(low), 4), y=17.5, text=task, showarrow=False, xanchor="left")  # log axis
 fig

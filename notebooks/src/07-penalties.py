@@ -16,14 +16,14 @@
 # %%
 from collections import Counter
 
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.sampling import apply_no_repeat_ngram, apply_presence_frequency_penalty, apply_repetition_penalty
 from teachllm.viz import labeller, penalty_stages, penalty_stages_figure
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer

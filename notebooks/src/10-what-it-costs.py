@@ -20,7 +20,6 @@
 # Cells that time something are marked: their output differs on every machine and every run.
 
 # %%
-import plotly.io as pio
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -28,7 +27,7 @@ import teachllm as tl
 from teachllm import cost, quant, roofline, viz
 from teachllm.roofline import PhasePoint, format_points
 
-pio.renderers.default = "plotly_mimetype"  # JupyterLab draws the figures itself: nothing comes from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok, config = lm.tokenizer, lm.config
@@ -419,7 +418,7 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
         if name == "Llama-7B":
             predicted.append(PhasePoint(c.phase, c.batch_size, c.length, c.flops, c.bytes, seconds))
 fig = viz.roofline_figure(h100, predicted)
-fig.for_each_trace(lambda t: t.update(name=t.name.replace("(measured)", "(Llama-7B, predicted)")))
+fig.for_each_trace(lambda t: t.update(name=t.name.replace(viz.tr("(measured)"), viz.tr("(Llama-7B, predicted)"))))
 fig
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

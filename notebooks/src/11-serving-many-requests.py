@@ -19,15 +19,15 @@
 # `block_manager.py`, `engine.py`). Its KV cache is *paged*; chapter 12 opens that part.
 
 # %%
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.serving import ServingConfig, ServingEngine
 from teachllm.serving.workload import LONG_TEXT, PROMPTS, decode_throughput, mixed_workload
 from teachllm.viz.serving import IterationTimeline, describe_iteration, iteration_timeline_figure
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove it to use every core)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
@@ -204,7 +204,7 @@ print("both policies give every request the same tokens")
 # blue: prefill; orange: decode; a black bar: it finished. Below, the tokens each iteration computed.
 
 # %%
-labels = {i: f"request {i} ({'long' if i in workload.long_ids else 'short'})" for i in range(12)}
+labels = {i: viz.tr("request {i} (long)" if i in workload.long_ids else "request {i} (short)", i=i) for i in range(12)}
 iteration_timeline_figure(runs["static"], labels=labels)
 
 # %%
@@ -307,14 +307,14 @@ for name, run in chunk_runs.items():
 # %%
 whole = chunk_runs["whole prompt"]
 most = max(r.num_tokens for r in whole.timeline)
-iteration_timeline_figure(whole, title=f"without chunking: one iteration computes {most} tokens")
+iteration_timeline_figure(whole, title=viz.tr("without chunking: one iteration computes {most} tokens", most=most))
 
 # %%
 chunked = chunk_runs["chunked, budget 32"]
 long_id = chunked.requests[-1].request_id
 n_chunks = sum(rid == long_id for r in chunked.timeline for rid, _, _ in r.prefill)
-iteration_timeline_figure(chunked, title=f"chunked prefill, budget 32: the long prompt is prefilled in {n_chunks} "
-                          "chunks")
+iteration_timeline_figure(chunked, title=viz.tr("chunked prefill, budget 32: the long prompt is prefilled in {n} chunks",
+                                                n=n_chunks))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Without chunking, iteration 2 computes 192 prompt tokens and 3 decode tokens; the decoders get their token

@@ -19,10 +19,10 @@
 # %%
 import math
 
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.serving import BlockManager, PagedKVCache, Request, ServingConfig, ServingEngine, compare_with_contiguous
 from teachllm.serving.parity import contiguous_logits
 from teachllm.serving.workload import LONG_TEXT
@@ -35,7 +35,7 @@ from teachllm.viz.serving import (
     slot_usage,
 )
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove it to use every core)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
@@ -200,7 +200,7 @@ for out, stats in zip(run.outputs, run.requests, strict=True):
 # block of each is partly filled.
 
 # %%
-block_table_figure(run.timeline[1].block_tables, title="after iteration 1", columns=14)
+block_table_figure(run.timeline[1].block_tables, title=viz.tr("after iteration {i}", i=1), columns=14)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Step through the run: request 2's table grows by one block every four tokens. When request 0 finishes,

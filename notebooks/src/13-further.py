@@ -17,10 +17,10 @@
 # - **KV cache quantisation**: a quarter of the memory for a small, measurable error.
 
 # %%
-import plotly.io as pio
 import torch
 
 import teachllm as tl
+from teachllm import viz
 from teachllm.serving import (
     Int8KVCache,
     ServingConfig,
@@ -38,7 +38,7 @@ from teachllm.serving import (
 from teachllm.serving.bench import DOCUMENTS, QUESTION
 from teachllm.viz.serving import blend_quality_figure
 
-pio.renderers.default = "plotly_mimetype"  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
+viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
 torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove it to use every core)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct

@@ -5,10 +5,11 @@
 
 `data` computes what to draw with teachllm's own code, `figures` turns it into plotly figures
 (static, for the book and the tests), `widgets` puts controls around them for JupyterLab.
+`set_language("zh")` draws and prints their words in Chinese (`tr`, with the catalogue in `zh`).
 The engine never imports this package; this package only reads the engine's data.
 """
 
-from . import data, figures, lecture, serving, widgets
+from . import data, figures, lecture, serving, widgets, zh
 from .data import PRESETS, capture_attention, distribution, labeller, next_token_logits
 from .figures import (
     attention_figure,
@@ -18,6 +19,7 @@ from .figures import (
     step_figure,
     timeline_figure,
 )
+from .language import language, set_language, tr
 from .lecture import (
     BPEStepper,
     beam_tree,
@@ -28,6 +30,7 @@ from .lecture import (
     pipeline_figure,
     pipeline_stages,
 )
+from .offline import show_figures_offline
 from .serving import BlockTableView, IterationTimeline, block_table_figure, iteration_timeline_figure
 from .widgets import AttentionExplorer, CacheGrowthView, DistributionExplorer, PhaseTimeline, RooflineView, StepThrough
 
@@ -37,5 +40,6 @@ __all__ = [
     "cache_growth_figure", "capture_attention", "data", "distribution", "distribution_figure", "figures",
     "iteration_timeline_figure", "labeller", "next_token_logits", "roofline_figure", "serving", "step_figure",
     "timeline_figure", "widgets", "lecture", "beam_tree", "beam_tree_figure", "bpe_pieces_figure", "penalty_stages",
-    "penalty_stages_figure", "pipeline_figure", "pipeline_stages",
+    "penalty_stages_figure", "pipeline_figure", "pipeline_stages", "language", "set_language", "show_figures_offline",
+    "tr", "zh",
 ]

@@ -25,6 +25,7 @@ from ..sampling import (
 )
 from .data import token_label
 from .figures import COLORS, _r, figure
+from .language import tr
 
 PIECE_COLORS = ["#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#c7e9c0", "#fdd0a2", "#dadaeb"]
 
@@ -42,12 +43,13 @@ def bpe_pieces_spec(text: str, merges: list[Merge], n_merges: int) -> tuple[list
              "insidetextanchor": "middle", "marker": {"color": [PIECE_COLORS[i % len(PIECE_COLORS)]
                                                                for i in range(len(pieces))],
                                                      "line": {"color": "white", "width": 2}},
-             "hovertemplate": "%{text}<extra></extra>", "name": "pieces"}
+             "hovertemplate": "%{text}<extra></extra>", "name": tr("pieces")}
     newest = merges[n_merges - 1].result if n_merges else None
-    title = (f"after {n_merges} merge{'s' * (n_merges != 1)}: {len(pieces)} pieces"
-             + (f" (latest merge: {token_label(newest)!r})" if newest else " (characters)"))
+    title = (tr("after {n} merge: {pieces} pieces", n=n_merges, pieces=len(pieces)) if n_merges == 1
+             else tr("after {n} merges: {pieces} pieces", n=n_merges, pieces=len(pieces)))
+    title += tr(" (latest merge: {merge})", merge=repr(token_label(newest))) if newest else tr(" (characters)")
     layout = {"title": title, "barmode": "overlay", "height": 160, "showlegend": False,
-              "xaxis": {"title": "characters", "range": [0, max(start, 1)]},
+              "xaxis": {"title": tr("characters"), "range": [0, max(start, 1)]},
               "yaxis": {"visible": False}, "margin": {"t": 40, "b": 40, "l": 10, "r": 10}}
     return [trace], layout
 
@@ -62,7 +64,7 @@ class BPEStepper(widgets.VBox):
     def __init__(self, text: str, merges: list[Merge], start: int = 0):
         self.text, self.merges = text, merges
         self.fig = go.FigureWidget(bpe_pieces_figure(text, merges, start))
-        self.slider = widgets.IntSlider(value=start, min=0, max=len(merges), description="merges",
+        self.slider = widgets.IntSlider(value=start, min=0, max=len(merges), description=tr("merges"),
                                         continuous_update=True, layout=widgets.Layout(width="600px"))
         self.slider.observe(self._redraw, names="value")
         super().__init__([self.slider, self.fig])
@@ -88,13 +90,14 @@ def penalty_stages(logits: torch.Tensor, params: SamplingParams, prompt_ids, out
     """Logits [V] before the penalties and after each one, in `apply_penalties`' order: repetition
     (prompt + output), presence and frequency (output only), no-repeat n-gram (prompt + output)."""
     history = list(prompt_ids) + list(output_ids)
-    steps = [("logits", logits.float())]
-    steps.append((f"repetition {params.repetition_penalty:g}",
+    steps = [(tr("logits"), logits.float())]
+    steps.append((tr("repetition {value:g}", value=params.repetition_penalty),
                   apply_repetition_penalty(steps[-1][1], history, params.repetition_penalty)))
-    steps.append((f"presence {params.presence_penalty:g}, frequency {params.frequency_penalty:g}",
+    steps.append((tr("presence {presence:g}, frequency {frequency:g}", presence=params.presence_penalty,
+                     frequency=params.frequency_penalty),
                   apply_presence_frequency_penalty(steps[-1][1], list(output_ids), params.presence_penalty,
                                                    params.frequency_penalty)))
-    steps.append((f"no-repeat {params.no_repeat_ngram_size}-gram",
+    steps.append((tr("no-repeat {n}-gram", n=params.no_repeat_ngram_size),
                   apply_no_repeat_ngram(steps[-1][1], history, params.no_repeat_ngram_size)))
     shown: list[int] = []
     for _, values in steps:
@@ -111,8 +114,8 @@ def penalty_stages_spec(p: PenaltyStages) -> tuple[list[dict], dict]:
                "y": _r([v if v != float("-inf") else float("nan") for v in values], 4),
                "hovertemplate": "%{x}: %{y:.2f}<extra>" + name + "</extra>"}
               for i, (name, values) in enumerate(p.stages)]
-    layout = {"title": "each penalty in turn (a missing bar: banned, −∞)", "barmode": "group",
-              "xaxis": {"title": "token"}, "yaxis": {"title": "logit"}, "height": 380,
+    layout = {"title": tr("each penalty in turn (a missing bar: banned, −∞)"), "barmode": "group",
+              "xaxis": {"title": tr("token")}, "yaxis": {"title": tr("logit")}, "height": 380,
               "legend": {"orientation": "h", "y": -0.3}}
     return traces, layout
 
@@ -144,8 +147,7 @@ def beam_tree(steps, labels_of) -> list[BeamNode]:
     return [BeamNode(ids, labels_of([ids[-1]])[0], scores[ids], ids in on_path) for ids in nodes]
 
 
-def beam_tree_spec(nodes: list[BeamNode], title: str = "beam search: every beam kept at each step") \
-        -> tuple[list[dict], dict]:
+def beam_tree_spec(nodes: list[BeamNode], title: str | None = None) -> tuple[list[dict], dict]:
     """Depth left to right; at each depth the nodes are spread top to bottom by score (best on top)."""
     by_depth: dict[int, list[BeamNode]] = {}
     for node in nodes:
@@ -164,26 +166,27 @@ def beam_tree_spec(nodes: list[BeamNode], title: str = "beam search: every beam 
         ys += [y0, y1, None]
     traces = [
         {"type": "scatter", "mode": "lines", "x": edge_x, "y": edge_y, "line": {"color": "#bdbdbd"},
-         "hoverinfo": "skip", "name": "dropped later"},
+         "hoverinfo": "skip", "name": tr("dropped later")},
         {"type": "scatter", "mode": "lines", "x": best_x, "y": best_y, "line": {"color": COLORS["chosen"], "width": 3},
-         "hoverinfo": "skip", "name": "best finished sequence"},
-        {"type": "scatter", "mode": "markers+text", "x": [0], "y": [0], "text": ["prompt"],
-         "textposition": "middle left", "marker": {"color": "#636363", "size": 10}, "name": "prompt",
+         "hoverinfo": "skip", "name": tr("best finished sequence")},
+        {"type": "scatter", "mode": "markers+text", "x": [0], "y": [0], "text": [tr("prompt")],
+         "textposition": "middle left", "marker": {"color": "#636363", "size": 10}, "name": tr("prompt"),
          "hoverinfo": "skip"},
-        {"type": "scatter", "mode": "markers+text", "name": "beams",
+        {"type": "scatter", "mode": "markers+text", "name": tr("beams"),
          "x": [position[n.ids][0] for n in nodes], "y": [position[n.ids][1] for n in nodes],
          "text": [n.label for n in nodes], "textposition": "top center",
          "customdata": _r([n.score for n in nodes], 4),
          "marker": {"size": 9, "color": [COLORS["chosen"] if n.kept_to_end else COLORS["kept"] for n in nodes]},
-         "hovertemplate": "%{text}<br>sum of log p %{customdata:.3f}<extra></extra>"},
+         "hovertemplate": "%{text}<br>" + tr("sum of log p") + " %{customdata:.3f}<extra></extra>"},
     ]
-    layout = {"title": title, "xaxis": {"title": "generated tokens", "dtick": 1}, "showlegend": True,
-              "yaxis": {"title": "rank at that length (best on top)", "showticklabels": False},
+    layout = {"title": title or tr("beam search: every beam kept at each step"),
+              "xaxis": {"title": tr("generated tokens"), "dtick": 1}, "showlegend": True,
+              "yaxis": {"title": tr("rank at that length (best on top)"), "showticklabels": False},
               "height": 420, "legend": {"orientation": "h", "y": -0.2}}
     return traces, layout
 
 
-def beam_tree_figure(nodes: list[BeamNode], title: str = "beam search: every beam kept at each step") -> go.Figure:
+def beam_tree_figure(nodes: list[BeamNode], title: str | None = None) -> go.Figure:
     return figure(beam_tree_spec(nodes, title))
 
 
@@ -209,20 +212,19 @@ def pipeline_stages(lm, prompt: str, params: SamplingParams | None = None) -> li
     second = int(sample(process_logits(step_logits, params, [ids], [[first]]), params)[0])
     text = tok.decode([first, second])
     return [
-        PipelineStage("tokenizer", f"{len(prompt)} characters → ids", f"ids [{len(ids)}]"),
-        PipelineStage("prefill", "every prompt token at once; fills the KV cache",
+        PipelineStage("tokenizer", tr("{n} characters → ids", n=len(prompt)), f"ids [{len(ids)}]"),
+        PipelineStage("prefill", tr("every prompt token at once; fills the KV cache"),
                       f"[1, {len(ids)}] → logits {list(logits.shape)}"),
-        PipelineStage("KV cache", "K and V of every layer", f"K, V: {list(cache_shape)} each"),
-        PipelineStage("decode loop", "one token per step, reads the cache",
+        PipelineStage("KV cache", tr("K and V of every layer"), f"K, V: {list(cache_shape)} each"),
+        PipelineStage("decode loop", tr("one token per step, reads the cache"),
                       f"[1, 1] → logits {list(step_logits.shape)}"),
-        PipelineStage("sampler", "logits → one id (" + ("greedy" if params.greedy else "sampled") + ")",
+        PipelineStage("sampler", tr("logits → one id (greedy)") if params.greedy else tr("logits → one id (sampled)"),
                       f"ids {first}, {second}"),
-        PipelineStage("detokenizer", "ids → text", repr(text)),
+        PipelineStage("detokenizer", tr("ids → text"), repr(text)),
     ]
 
 
-def pipeline_spec(stages: list[PipelineStage], title: str = "one prompt through the pipeline") \
-        -> tuple[list[dict], dict]:
+def pipeline_spec(stages: list[PipelineStage], title: str | None = None) -> tuple[list[dict], dict]:
     """Boxes left to right, each with its name, what it does and the live shape; arrows between them."""
     shapes, annotations = [], []
     width, gap = 1.0, 0.35
@@ -231,7 +233,7 @@ def pipeline_spec(stages: list[PipelineStage], title: str = "one prompt through 
         color = "#fdd0a2" if stage.name in ("decode loop", "sampler") else "#c6dbef"
         shapes.append({"type": "rect", "x0": x0, "x1": x0 + width, "y0": 0, "y1": 1, "fillcolor": color,
                        "line": {"color": "#636363"}, "layer": "below"})
-        annotations.append({"x": x0 + width / 2, "y": 0.78, "text": f"<b>{stage.name}</b>", "showarrow": False})
+        annotations.append({"x": x0 + width / 2, "y": 0.78, "text": f"<b>{tr(stage.name)}</b>", "showarrow": False})
         annotations.append({"x": x0 + width / 2, "y": 0.5, "text": stage.what, "showarrow": False,
                             "font": {"size": 10}})
         annotations.append({"x": x0 + width / 2, "y": 0.22, "text": stage.shape, "showarrow": False,
@@ -240,11 +242,12 @@ def pipeline_spec(stages: list[PipelineStage], title: str = "one prompt through 
             annotations.append({"x": x0, "y": 0.5, "ax": x0 - gap, "ay": 0.5, "xref": "x", "yref": "y",
                                 "axref": "x", "ayref": "y", "text": "", "showarrow": True, "arrowhead": 2})
     n = len(stages)
-    layout = {"title": title, "shapes": shapes, "annotations": annotations, "height": 260,
+    layout = {"title": title or tr("one prompt through the pipeline"), "shapes": shapes, "annotations": annotations,
+              "height": 260,
               "xaxis": {"visible": False, "range": [-0.1, n * (width + gap) - gap + 0.1]},
               "yaxis": {"visible": False, "range": [-0.1, 1.1]}, "margin": {"t": 40, "b": 10, "l": 10, "r": 10}}
     return [], layout
 
 
-def pipeline_figure(stages: list[PipelineStage], title: str = "one prompt through the pipeline") -> go.Figure:
+def pipeline_figure(stages: list[PipelineStage], title: str | None = None) -> go.Figure:
     return figure(pipeline_spec(stages, title))

@@ -32,6 +32,7 @@ from .. import cost
 from ..units import ceil_div
 from .data import CachePoint
 from .figures import COLORS, figure
+from .language import tr
 from .widgets import refresh
 
 KIND_COLORS = {"waiting": "#d9d9d9", "prefill": COLORS["prefill"], "decode": COLORS["decode"]}
@@ -68,32 +69,37 @@ def request_cells(run, upto: int | None = None) -> list[Cell]:
             if not stats.arrival_iteration <= record.index <= stats.finish_iteration:
                 continue
             kind, start, n = _work(record).get(rid, ("waiting", -1, 0))
-            note = f"request {rid}, iteration {record.index}: "
+            note = tr("request {rid}, iteration {i}: ", rid=rid, i=record.index)
             if kind == "prefill":
-                then = "then a token was sampled" if rid in record.sampled else "a chunk: no token sampled yet"
-                note += f"prefill of tokens {start}–{start + n - 1} ({n} tokens), {then}"
+                then = tr("then a token was sampled") if rid in record.sampled else tr("a chunk: no token sampled yet")
+                note += tr("prefill of tokens {first}–{last} ({n} tokens), {then}", first=start,
+                           last=start + n - 1, n=n, then=then)
             elif kind == "decode":
-                note += "decode (one token)"
+                note += tr("decode (one token)")
             else:
-                note += "waiting"
+                note += tr("waiting")
             cells.append(Cell(rid, record.index, kind, n, note))
     return cells
 
 
 def describe_iteration(record) -> str:
     """One iteration in a few lines of plain text."""
-    ids = lambda xs: ", ".join(map(str, xs)) if xs else "none"  # noqa: E731
-    lines = [f"iteration {record.index}: {record.num_tokens} tokens computed in {record.forward_calls} forward "
-             f"call{'s' if record.forward_calls != 1 else ''}"]
+    ids = lambda xs: ", ".join(map(str, xs)) if xs else tr("none")  # noqa: E731
+    calls = (tr("iteration {i}: {tokens} tokens computed in {calls} forward call") if record.forward_calls == 1
+             else tr("iteration {i}: {tokens} tokens computed in {calls} forward calls"))
+    lines = [calls.format(i=record.index, tokens=record.num_tokens, calls=record.forward_calls)]
     if record.decode_ids:
-        lines.append(f"  decode ({len(record.decode_ids)} tokens, one each): requests {ids(record.decode_ids)}")
+        lines.append(tr("  decode ({n} tokens, one each): requests {ids}", n=len(record.decode_ids),
+                        ids=ids(record.decode_ids)))
     for rid, start, n in record.prefill:
-        lines.append(f"  prefill: request {rid}, tokens {start}–{start + n - 1} ({n} tokens)"
-                     f"{'' if rid in record.sampled else ' — a chunk, no token sampled yet'}")
-    lines.append(f"  sampled a token: {ids(record.sampled)} · finished: {ids(record.finished)}"
-                 + (f" · preempted: {ids(record.preempted)}" if record.preempted else ""))
-    lines.append(f"  after it: {record.num_running} running, {record.num_waiting} waiting, "
-                 f"{record.blocks_used} KV blocks in use")
+        chunk = "" if rid in record.sampled else tr(" — a chunk, no token sampled yet")
+        lines.append(tr("  prefill: request {rid}, tokens {first}–{last} ({n} tokens)", rid=rid, first=start,
+                        last=start + n - 1, n=n) + chunk)
+    lines.append(tr("  sampled a token: {sampled} · finished: {finished}", sampled=ids(record.sampled),
+                    finished=ids(record.finished))
+                 + (tr(" · preempted: {ids}", ids=ids(record.preempted)) if record.preempted else ""))
+    lines.append(tr("  after it: {running} running, {waiting} waiting, {blocks} KV blocks in use",
+                    running=record.num_running, waiting=record.num_waiting, blocks=record.blocks_used))
     return "\n".join(lines)
 
 
@@ -161,38 +167,39 @@ def iteration_timeline_spec(run, upto: int | None = None, labels: dict | None = 
     upto = last if upto is None else max(first, min(upto, last))
     requests = [s.request_id for s in run.requests]
     row = {rid: i for i, rid in enumerate(requests)}
-    names = [labels.get(rid, f"request {rid}") if labels else f"request {rid}" for rid in requests]
+    names = [(labels or {}).get(rid, tr("request {rid}", rid=rid)) for rid in requests]
     cells = request_cells(run, upto)
     traces = []
     for kind in ("waiting", "prefill", "decode"):
         mine = [c for c in cells if c.kind == kind]
-        traces.append(dict(type="bar", orientation="h", name=kind, y=[row[c.request_id] for c in mine],
+        traces.append(dict(type="bar", orientation="h", name=tr(kind), y=[row[c.request_id] for c in mine],
                            x=[1] * len(mine), base=[c.iteration - 0.5 for c in mine], width=0.7,
                            customdata=[c.note for c in mine], hovertemplate="%{customdata}<extra></extra>",
                            marker=dict(color=KIND_COLORS[kind], line=dict(color="white", width=1))))
     done = [s for s in run.requests if s.finish_iteration <= upto]
-    traces.append(dict(type="scatter", name="finished", mode="markers", x=[s.finish_iteration + 0.5 for s in done],
+    traces.append(dict(type="scatter", name=tr("finished"), mode="markers", x=[s.finish_iteration + 0.5 for s in done],
                        y=[row[s.request_id] for s in done], marker=dict(symbol="line-ns", size=16,
                                                                         line=dict(width=3, color="#252525")),
-                       hovertemplate="finished after iteration %{x:.0f}<extra></extra>"))
+                       hovertemplate=tr("finished after iteration") + " %{x:.0f}<extra></extra>"))
     records = [r for r in run.timeline if r.index <= upto]
     preempted = [(r.index, rid) for r in records for rid in r.preempted if rid in row]
-    traces.append(dict(type="scatter", name="preempted", mode="markers", x=[i for i, _ in preempted],
+    traces.append(dict(type="scatter", name=tr("preempted"), mode="markers", x=[i for i, _ in preempted],
                        y=[row[rid] for _, rid in preempted], showlegend=bool(preempted),
                        marker=dict(symbol="x", size=11, color=COLORS["chosen"])))
     decode = [len(r.decode_ids) for r in records]
     prefill = [r.num_tokens - d for r, d in zip(records, decode, strict=True)]
     x = [r.index for r in records]
     traces += [
-        dict(type="bar", name="decode tokens", x=x, y=decode, xaxis="x2", yaxis="y2", showlegend=False,
+        dict(type="bar", name=tr("decode tokens"), x=x, y=decode, xaxis="x2", yaxis="y2", showlegend=False,
              marker=dict(color=KIND_COLORS["decode"]),
-             hovertemplate="iteration %{x}: %{y} decode tokens<extra></extra>"),
-        dict(type="bar", name="prefill tokens", x=x, y=prefill, base=decode, xaxis="x2", yaxis="y2",
+             hovertemplate=tr("iteration") + " %{x}: %{y} " + tr("decode tokens") + "<extra></extra>"),
+        dict(type="bar", name=tr("prefill tokens"), x=x, y=prefill, base=decode, xaxis="x2", yaxis="y2",
              showlegend=False, marker=dict(color=KIND_COLORS["prefill"]),
-             hovertemplate="iteration %{x}: %{y} prefill tokens<extra></extra>"),
+             hovertemplate=tr("iteration") + " %{x}: %{y} " + tr("prefill tokens") + "<extra></extra>"),
     ]
     budget = run.config.get("max_num_batched_tokens")
-    traces.append(dict(type="scatter", name=f"token budget ({budget})", mode="lines", xaxis="x2", yaxis="y2",
+    traces.append(dict(type="scatter", name=tr("token budget ({budget})", budget=budget), mode="lines", xaxis="x2",
+                       yaxis="y2",
                        x=[first - 0.5, last + 0.5], y=[budget, budget] if budget else [None, None],
                        showlegend=bool(budget), line=dict(color="#636363", dash="dash")))
     n = len(requests)
@@ -200,17 +207,19 @@ def iteration_timeline_spec(run, upto: int | None = None, labels: dict | None = 
     if upto < last:
         shapes = [dict(type="rect", xref="x", yref="paper", x0=upto + 0.5, x1=last + 0.5, y0=0, y1=1,
                        fillcolor="white", opacity=0.6, line=dict(width=0))]
-    iterations = f"iteration {upto} of {first}–{last}" if upto < last else f"{last - first + 1} iterations"
+    iterations = (tr("iteration {upto} of {first}–{last}", upto=upto, first=first, last=last) if upto < last
+                  else tr("{n} iterations", n=last - first + 1))
     calls = sum(r.forward_calls for r in run.timeline)
-    title = title or (f"{run.config['policy']} batching: {n} requests, at most {run.config['max_num_seqs']} at once"
-                      f" · {iterations}, {calls} forward calls in all")
+    title = title or tr("{policy} batching: {n} requests, at most {most} at once · {iterations}, {calls} forward calls "
+                        "in all", policy=tr(run.config["policy"]), n=n, most=run.config["max_num_seqs"],
+                        iterations=iterations, calls=calls)
     layout = dict(
         title=dict(text=title, font=dict(size=13)), barmode="overlay", height=max(340, 200 + 22 * n),
         shapes=shapes,
         xaxis=dict(anchor="y", range=[first - 0.5, last + 0.5], showticklabels=False),
         yaxis=dict(domain=[0.3, 1], tickvals=list(range(n)), ticktext=names, range=[n - 0.5, -0.5]),
-        xaxis2=dict(anchor="y2", matches="x", title=dict(text="iteration")),
-        yaxis2=dict(domain=[0, 0.22], title=dict(text="tokens"), rangemode="tozero"),
+        xaxis2=dict(anchor="y2", matches="x", title=dict(text=tr("iteration"))),
+        yaxis2=dict(domain=[0, 0.22], title=dict(text=tr("tokens")), rangemode="tozero"),
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0), margin=dict(t=70, l=110, r=20, b=50))
     return traces, layout
 
@@ -249,19 +258,20 @@ def block_table_spec(snapshot: dict, title: str | None = None, columns: int = 16
                                 ("shared", True, [[0, "#e5f5e0"], [1, SHARED]])):
         z, text, hover = [], [], []
         for rid in rids:
-            zr, tr, hr = [None] * width, [""] * width, [""] * width
+            zr, tx, hr = [None] * width, [""] * width, [""] * width
             for i, block in enumerate(tables[rid]):
                 if (refs.get(block, 0) > 1) == shared:
                     zr[i] = round(filled[block] / bs, 6)
-                    tr[i] = str(block)
-                    hr[i] = (f"request {rid}, logical block {i} → physical block {block}: {filled[block]}/{bs} slots"
-                             f", tokens {i * bs}–{i * bs + bs - 1}, ref count {refs.get(block, 0)}")
+                    tx[i] = str(block)
+                    hr[i] = tr("request {rid}, logical block {i} → physical block {block}: {filled}/{bs} slots, tokens "
+                               "{first}–{last}, ref count {refs}", rid=rid, i=i, block=block, filled=filled[block],
+                               bs=bs, first=i * bs, last=i * bs + bs - 1, refs=refs.get(block, 0))
             z.append(zr)
-            text.append(tr)
+            text.append(tx)
             hover.append(hr)
-        traces.append(dict(type="heatmap", name=f"table: {name}", x=list(range(width)), y=list(range(len(rids))),
-                           z=z, text=text, customdata=hover, texttemplate="%{text}", zmin=0, zmax=1,
-                           colorscale=scale, showscale=False, xgap=2, ygap=2,
+        traces.append(dict(type="heatmap", name=tr("table: {name}", name=tr(name)), x=list(range(width)),
+                           y=list(range(len(rids))), z=z, text=text, customdata=hover, texttemplate="%{text}",
+                           zmin=0, zmax=1, colorscale=scale, showscale=False, xgap=2, ygap=2,
                            hovertemplate="%{customdata}<extra></extra>"))
     rows = ceil_div(num_blocks, columns)
     for name, test, scale in (("free", lambda b: refs.get(b, 0) == 0, [[0, "#f0f0f0"], [1, "#f0f0f0"]]),
@@ -275,26 +285,30 @@ def block_table_spec(snapshot: dict, title: str | None = None, columns: int = 16
                 r, col = divmod(b, columns)
                 z[r][col] = round(filled.get(b, 0) / bs, 6)
                 text[r][col] = str(b)
-                who = ", ".join(map(str, owners.get(b, []))) or "nobody"
-                hover[r][col] = f"block {b}: {filled.get(b, 0)}/{bs} slots, ref count {refs.get(b, 0)} (requests {who})"
-        traces.append(dict(type="heatmap", name=f"pool: {name}", x=list(range(columns)), y=list(range(rows)), z=z,
-                           text=text, customdata=hover, texttemplate="%{text}", zmin=0, zmax=1, colorscale=scale,
-                           showscale=False, xgap=2, ygap=2, xaxis="x2", yaxis="y2",
+                who = ", ".join(map(str, owners.get(b, []))) or tr("nobody")
+                hover[r][col] = tr("block {b}: {filled}/{bs} slots, ref count {refs} (requests {who})", b=b,
+                                   filled=filled.get(b, 0), bs=bs, refs=refs.get(b, 0), who=who)
+        traces.append(dict(type="heatmap", name=tr("pool: {name}", name=tr(name)), x=list(range(columns)),
+                           y=list(range(rows)), z=z, text=text, customdata=hover, texttemplate="%{text}", zmin=0,
+                           zmax=1, colorscale=scale, showscale=False, xgap=2, ygap=2, xaxis="x2", yaxis="y2",
                            hovertemplate="%{customdata}<extra></extra>"))
     used = len(refs)
     shared = sum(v > 1 for v in refs.values())
     slots_used, slots_allocated = sum(filled.values()), used * bs
-    title = title or "block tables"
-    title += (f" · {used} of {num_blocks} blocks in use ({shared} shared), {snapshot['num_free']} free · "
-              f"{slots_used} of {slots_allocated} allocated slots hold a token<br><span style='font-size:11px'>"
-              "blue: one owner, green: shared (reference count > 1), grey: free · the darker, the fuller</span>")
+    title = title or tr("block tables")
+    title += tr(" · {used} of {total} blocks in use ({shared} shared), {free} free · {slots} of {allocated} allocated "
+                "slots hold a token", used=used, total=num_blocks, shared=shared, free=snapshot["num_free"],
+                slots=slots_used, allocated=slots_allocated)
+    legend = tr("blue: one owner, green: shared (reference count > 1), grey: free · the darker, the fuller")
+    title += f"<br><span style='font-size:11px'>{legend}</span>"
     layout = dict(
         title=dict(text=title, font=dict(size=13)), height=max(260, 120 + 30 * max(len(rids), rows)),
-        xaxis=dict(domain=[0, 0.42], title=dict(text="logical block (tokens i·bs … i·bs + bs − 1)"), dtick=1,
+        xaxis=dict(domain=[0, 0.42], title=dict(text=tr("logical block (tokens i·bs … i·bs + bs − 1)")), dtick=1,
                    range=[-0.5, max(width, 4) - 0.5]),
-        yaxis=dict(tickvals=list(range(len(rids))), ticktext=[f"request {r}" for r in rids],
+        yaxis=dict(tickvals=list(range(len(rids))), ticktext=[tr("request {rid}", rid=r) for r in rids],
                    range=[max(len(rids), 1) - 0.5, -0.5]),
-        xaxis2=dict(domain=[0.5, 1], anchor="y2", title=dict(text=f"the pool: {num_blocks} blocks × {bs} slots"),
+        xaxis2=dict(domain=[0.5, 1], anchor="y2",
+                    title=dict(text=tr("the pool: {n} blocks × {bs} slots", n=num_blocks, bs=bs)),
                     showticklabels=False, range=[-0.5, columns - 0.5]),
         yaxis2=dict(anchor="x2", showticklabels=False, range=[rows - 0.5, -0.5]),
         plot_bgcolor="white", margin=dict(t=70, l=90, r=20, b=60))
@@ -310,20 +324,21 @@ def block_table_figure(snapshot: dict, title: str | None = None, columns: int = 
 def fragmentation_spec(usage: list[SlotUsage], title: str | None = None) -> tuple[list[dict], dict]:
     x = [u.iteration for u in usage]
     traces = [
-        dict(type="scatter", name="contiguous: reserved (prompt + max_tokens each)", x=x, mode="lines",
+        dict(type="scatter", name=tr("contiguous: reserved (prompt + max_tokens each)"), x=x, mode="lines",
              y=[u.slots_reserved for u in usage], line=dict(color=COLORS["allocated"], width=3, shape="hv")),
-        dict(type="scatter", name="paged: allocated (blocks × block size)", x=x, mode="lines",
+        dict(type="scatter", name=tr("paged: allocated (blocks × block size)"), x=x, mode="lines",
              y=[u.slots_allocated for u in usage], line=dict(color=COLORS["decode"], width=3, shape="hv")),
-        dict(type="scatter", name="used: tokens in the cache", x=x, mode="lines+markers",
+        dict(type="scatter", name=tr("used: tokens in the cache"), x=x, mode="lines+markers",
              y=[u.slots_used for u in usage], line=dict(color=COLORS["after"], shape="hv"), marker=dict(size=4)),
     ]
     busy = [u for u in usage if u.running]
     paged = sum(u.paged_waste for u in busy) / len(busy) if busy else 0.0
     contiguous = sum(u.contiguous_waste for u in busy) / len(busy) if busy else 0.0
-    title = title or (f"KV slots per iteration · wasted on average: paged {paged:.1%}, "
-                      f"contiguous reservation {contiguous:.1%}")
+    title = title or tr("KV slots per iteration · wasted on average: paged {paged:.1%}, contiguous reservation "
+                        "{contiguous:.1%}", paged=paged, contiguous=contiguous)
     layout = dict(title=dict(text=title, font=dict(size=13)), height=360,
-                  xaxis=dict(title=dict(text="iteration")), yaxis=dict(title=dict(text="KV slots"), rangemode="tozero"),
+                  xaxis=dict(title=dict(text=tr("iteration"))), yaxis=dict(title=dict(text=tr("KV slots")),
+                                                                          rangemode="tozero"),
                   legend=dict(orientation="h", y=-0.25), margin=dict(t=50, b=90))
     return traces, layout
 
@@ -350,24 +365,25 @@ def blend_quality_spec(rows, title: str | None = None) -> tuple[list[dict], dict
         text = [f"r = {r.ratio:.2f}" for r in mine]
         for axis, key in (("", "kl"), ("2", "ppl")):
             y = _round([getattr(r, key) for r in mine])
-            traces.append(dict(type="scatter", name=SELECT_NAMES[select], x=x, y=y, mode="lines+markers", text=text,
+            traces.append(dict(type="scatter", name=tr(SELECT_NAMES[select]), x=x, y=y, mode="lines+markers", text=text,
                                xaxis=f"x{axis}", yaxis=f"y{axis}", showlegend=axis == "", legendgroup=select,
                                line=dict(color=color),
                                hovertemplate=f"%{{text}}: compute %{{x:.3f}}, {key} %{{y:.4f}}<extra></extra>"))
     full = rows[0].ppl_full
-    traces.append(dict(type="scatter", name="full prefill", mode="lines", x=[0, 1], y=[round(full, 4)] * 2,
+    traces.append(dict(type="scatter", name=tr("full prefill"), mode="lines", x=[0, 1], y=[round(full, 4)] * 2,
                        xaxis="x2", yaxis="y2", line=dict(color="#636363", dash="dash")))
     seed = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # CacheBlend's ~15 % of the tokens (chapter 13)
     shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=round(x, 4), x1=round(x, 4), y0=0, y1=1,
                    line=dict(color="#999", dash="dot"), label=dict(text="r = 0.15", textposition="end"))
               for x in seed for axis in ("", "2")]
-    title = title or "CacheBlend: quality of the question's next-token predictions against the prefill compute spent"
-    axis = dict(title=dict(text="share of a full prefill's compute (token-layers)"), range=[-0.02, 1.02])
+    title = title or tr("CacheBlend: quality of the question's next-token predictions against the prefill compute "
+                        "spent")
+    axis = dict(title=dict(text=tr("share of a full prefill's compute (token-layers)")), range=[-0.02, 1.02])
     layout = dict(title=dict(text=title, font=dict(size=13)), height=380, shapes=shapes,
-                  xaxis=dict(domain=[0, 0.45], **axis), yaxis=dict(title=dict(text="KL(full ‖ blended)"),
+                  xaxis=dict(domain=[0, 0.45], **axis), yaxis=dict(title=dict(text=tr("KL(full ‖ blended)")),
                                                                    rangemode="tozero"),
                   xaxis2=dict(domain=[0.55, 1], anchor="y2", **axis),
-                  yaxis2=dict(anchor="x2", title=dict(text="perplexity of the question")),
+                  yaxis2=dict(anchor="x2", title=dict(text=tr("perplexity of the question"))),
                   legend=dict(orientation="h", y=-0.3), margin=dict(t=50, b=100))
     return traces, layout
 
@@ -390,11 +406,11 @@ class _IterationSlider(widgets.VBox):
         self.records = {r.index: r for r in run.timeline}
         first, last = run.timeline[0].index, run.timeline[-1].index
         self.slider = widgets.IntSlider(value=first if start is None else start, min=first, max=last,
-                                        description="iteration", layout=widgets.Layout(width="420px"))
+                                        description=tr("iteration"), layout=widgets.Layout(width="420px"))
         self.slider.add_class("teachllm-iteration")
         buttons = []
-        for label, icon, action in (("previous", "step-backward", self.previous), ("next", "step-forward", self.next),
-                                    ("last", "fast-forward", self.last)):
+        for label, icon, action in ((tr("previous"), "step-backward", self.previous),
+                                    (tr("next"), "step-forward", self.next), (tr("last"), "fast-forward", self.last)):
             b = widgets.Button(description=label, icon=icon, layout=widgets.Layout(width="110px"))
             b.on_click(lambda _, action=action: action())
             buttons.append(b)
@@ -449,4 +465,5 @@ class BlockTableView(_IterationSlider):
         super().__init__(run, start)
 
     def spec(self, iteration: int):
-        return block_table_spec(self.records[iteration].block_tables, f"after iteration {iteration}", self.columns)
+        return block_table_spec(self.records[iteration].block_tables, tr("after iteration {i}", i=iteration),
+                                self.columns)

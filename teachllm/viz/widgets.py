@@ -25,6 +25,8 @@ from ..generate import generation_steps
 from ..sampling import SamplingParams
 from . import data, figures
 from .data import labeller
+from .figures import figure_layout
+from .language import tr
 
 
 def refresh(fig: go.FigureWidget, spec: tuple[list[dict], dict]) -> None:
@@ -40,11 +42,12 @@ def refresh(fig: go.FigureWidget, spec: tuple[list[dict], dict]) -> None:
         fig.layout.update(layout)
 
 
-def _slider(kind, value, low, high, step, description):
-    """A slider with a CSS class to find it by in the page: `teachllm-<description>`."""
-    s = kind(value=value, min=low, max=high, step=step, description=description, continuous_update=True,
+def _slider(kind, value, low, high, step, name):
+    """A slider labelled `name` in the current language, with a CSS class to find it by in the page:
+    `teachllm-<name>` (English in both editions)."""
+    s = kind(value=value, min=low, max=high, step=step, description=tr(name), continuous_update=True,
              style={"description_width": "90px"}, layout=widgets.Layout(width="400px"))
-    s.add_class(f"teachllm-{description}")
+    s.add_class(f"teachllm-{name}")
     return s
 
 
@@ -75,9 +78,10 @@ class DistributionExplorer(widgets.VBox):
             "frequency_penalty": _slider(S, 0.0, -2.0, 2.0, 0.1, "frequency"),
         }
         self.temperature, self.top_k, self.top_p, self.min_p = list(self.controls.values())[:4]
-        self.preset = widgets.Dropdown(options=["custom", *data.PRESETS], value="custom", description="preset")
-        self.seed = widgets.IntText(value=0, description="seed", layout=widgets.Layout(width="160px"))
-        self.sample_button = widgets.Button(description="sample", icon="random")
+        self.preset = widgets.Dropdown(options=[(tr(name), name) for name in ("custom", *data.PRESETS)], value="custom",
+                                       description=tr("preset"))
+        self.seed = widgets.IntText(value=0, description=tr("seed"), layout=widgets.Layout(width="160px"))
+        self.sample_button = widgets.Button(description=tr("sample"), icon="random")
         self.info = widgets.HTML()
 
         self.figure = go.FigureWidget(figures.distribution_figure(self.compute()))
@@ -86,11 +90,11 @@ class DistributionExplorer(widgets.VBox):
         self.preset.observe(self._on_preset, names="value")
         self.sample_button.on_click(self._on_sample)
         text = html.escape(tok.decode(self.prompt_ids)) + "<b>" + html.escape(output) + "</b>"
-        note = "<i>filters (T 0 = greedy; top-k 0, top-p 1, min-p 0 = off)</i>"
+        note = "<i>" + tr("filters (T 0 = greedy; top-k 0, top-p 1, min-p 0 = off)") + "</i>"
         filters = widgets.VBox([widgets.HTML(note), *list(self.controls.values())[:4]])
-        note = "<i>penalties (1 and 0 = off; presence, frequency: output only)</i>"
+        note = "<i>" + tr("penalties (1 and 0 = off; presence, frequency: output only)") + "</i>"
         penalties = widgets.VBox([widgets.HTML(note), *list(self.controls.values())[4:]])
-        super().__init__([widgets.HTML(f"<b>prompt:</b> {text}<b>▮</b>"), self.preset,
+        super().__init__([widgets.HTML(f"<b>{tr('prompt:')}</b> {text}<b>▮</b>"), self.preset,
                           widgets.HBox([filters, penalties]),
                           widgets.HBox([self.seed, self.sample_button, self.info]), self.figure])
         self._update_info()
@@ -114,11 +118,12 @@ class DistributionExplorer(widgets.VBox):
 
     def _update_info(self):
         if self.chosen is None:
-            self.info.value = "press <i>sample</i> to draw a token with this seed"
+            self.info.value = tr("press <i>sample</i> to draw a token with this seed")
         else:
             token, rank = self.chosen
             label = html.escape(self.labels_of([token])[0])
-            self.info.value = f"sampled <b>{label}</b> (id {token}, rank {rank} after processing)"
+            self.info.value = tr("sampled <b>{token}</b> (id {id}, rank {rank} after processing)", token=label,
+                                 id=token, rank=rank)
 
     def _on_slider(self, change):
         if self._holding:
@@ -161,11 +166,12 @@ class AttentionExplorer(widgets.VBox):
         self.capture = capture or data.capture_attention(lm, lm.tokenizer.encode(prompt), n_decode,
                                                          labeller(lm.tokenizer))
         c, g = lm.config, lm.config.n_groups
-        self.layer = widgets.Dropdown(options=[(f"layer {i}", i) for i in range(c.n_layers)], value=layer,
-                                      description="layer")
+        self.layer = widgets.Dropdown(options=[(tr("layer {i}", i=i), i) for i in range(c.n_layers)], value=layer,
+                                      description=tr("layer"))
         self.layer.add_class("teachllm-layer")
-        self.head = widgets.Dropdown(options=[(f"KV head {h // g} · query head {h}", h) for h in range(c.n_heads)],
-                                     value=head, description="head", style={"description_width": "50px"})
+        self.head = widgets.Dropdown(options=[(tr("KV head {kv} · query head {h}", kv=h // g, h=h), h)
+                                              for h in range(c.n_heads)],
+                                     value=head, description=tr("head"), style={"description_width": "50px"})
         self.head.add_class("teachllm-head")
         self.figure = go.FigureWidget(figures.attention_figure(self.capture, layer, head))
         self.layer.observe(lambda _: self.redraw(), names="value")
@@ -206,8 +212,8 @@ class _Loop:
 
 def _controls(view) -> widgets.HBox:
     """"next token", "run to the end" and "restart" buttons for a view with next(), run(), restart()."""
-    buttons = [("next token", "step-forward", view.next), ("run to the end", "fast-forward", view.run),
-               ("restart", "undo", view.restart)]
+    buttons = [(tr("next token"), "step-forward", view.next), (tr("run to the end"), "fast-forward", view.run),
+               (tr("restart"), "undo", view.restart)]
     row = []
     for label, icon, action in buttons:
         b = widgets.Button(description=label, icon=icon)
@@ -276,12 +282,12 @@ class StepThrough(widgets.VBox):
         records = self.loop.records
         r = records[-1]
         prompt = html.escape(self.loop.lm.tokenizer.decode(self.loop.prompt_ids))
-        end = " <i>(finished)</i>" if r.finished else "▮"
+        end = " <i>" + tr("(finished)") + "</i>" if r.finished else "▮"
         self.text.value = f"<span style='color:#888'>{prompt}</span><b>{html.escape(r.text)}</b>{end}"
-        rows = "".join(f"<tr><td>{x.index}</td><td>{x.phase}</td><td>{html.escape(x.label)}</td>"
+        rows = "".join(f"<tr><td>{x.index}</td><td>{tr(x.phase)}</td><td>{html.escape(x.label)}</td>"
                        f"<td>{x.seconds * 1e3:.1f}</td><td>{x.cache_length}</td></tr>" for x in records[-12:])
-        self.table.value = ("<table><tr><th>step</th><th>phase</th><th>token</th><th>ms</th><th>cache</th></tr>"
-                            f"{rows}</table>")
+        head = "".join(f"<th>{tr(name)}</th>" for name in ("step", "phase", "token", "ms", "cache"))
+        self.table.value = f"<table><tr>{head}</tr>{rows}</table>"
         refresh(self.figure, figures.step_spec(r, show_time=True))
 
 
@@ -294,8 +300,9 @@ class PhaseTimeline(widgets.VBox):
         self.lm, self.prompt_ids, self.device = lm, lm.tokenizer.encode(prompt), device
         self.params = params or SamplingParams(temperature=0, max_tokens=32, ignore_eos=True)
         self.labels_of = labeller(lm.tokenizer)
-        self.figure = go.FigureWidget(layout={"template": "plotly_white"})
-        button = widgets.Button(description="generate and time", icon="clock-o", layout=widgets.Layout(width="auto"))
+        self.figure = go.FigureWidget(layout=figure_layout())
+        button = widgets.Button(description=tr("generate and time"), icon="clock-o",
+                                layout=widgets.Layout(width="auto"))
         button.on_click(lambda _: self.measure())
         super().__init__([button, self.figure])
 
@@ -317,8 +324,8 @@ class RooflineView(widgets.VBox):
         self.lm = lm
         self.settings = dict(prefill_lengths=prefill_lengths, decode_batches=decode_batches,
                              decode_contexts=decode_contexts)
-        self.figure = go.FigureWidget(layout={"template": "plotly_white"})
-        button = widgets.Button(description="measure", icon="tachometer", layout=widgets.Layout(width="auto"))
+        self.figure = go.FigureWidget(layout=figure_layout())
+        button = widgets.Button(description=tr("measure"), icon="tachometer", layout=widgets.Layout(width="auto"))
         button.on_click(lambda _: self.measure())
         super().__init__([button, self.figure])
 

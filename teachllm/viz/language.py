@@ -1,0 +1,56 @@
+"""The language of every word teachllm.viz draws or prints: English by default, Chinese for the Chinese edition.
+
+    from teachllm import viz
+    viz.set_language("zh")                                  # or TEACHLLM_LANGUAGE=zh before the import
+    viz.tr("layer {i}", i=3)                                # '第 3 层'
+
+The English text is the key: `tr` looks it up in `zh.ZH` (English template → Chinese template) and fills in
+the named fields with `str.format`. Token texts, numbers and units are fields or stay outside `tr`, so
+both editions show the same values. A figure made while the language is "zh" also gets a font family
+that has Chinese glyphs (`font`). tests/test_viz_language.py checks that every string given to `tr`
+in teachllm/viz and notebooks/src has an entry there, and that every entry is used.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .zh import ZH
+
+LANGUAGES = ("en", "zh")
+CJK_FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, sans-serif"
+
+
+def _checked(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(map(repr, LANGUAGES))}, got {lang!r}")
+    return lang
+
+
+untranslated: set[str] = set()  # strings `tr` was asked for in Chinese and had no entry for (the tests read it)
+_current = _checked(os.environ.get("TEACHLLM_LANGUAGE", "en") or "en")
+
+
+def set_language(lang: str) -> None:
+    """Draw and print in `lang`: "en" (English, the default) or "zh" (Chinese)."""
+    global _current
+    _current = _checked(lang)
+
+
+def language() -> str:
+    """The language figures and widgets use now: "en" or "zh"."""
+    return _current
+
+
+def tr(english: str, **fields) -> str:
+    """`english` in the current language, with `fields` filled in (`str.format` named fields).
+    A string with no Chinese entry stays English (the tests make sure there is none)."""
+    if _current == "zh" and english not in ZH:
+        untranslated.add(english)
+    template = ZH.get(english, english) if _current == "zh" else english
+    return template.format(**fields) if fields else template
+
+
+def font() -> dict:
+    """Layout settings for the current language: a font family with Chinese glyphs for "zh", nothing for "en"."""
+    return {"font": {"family": CJK_FONT}} if _current == "zh" else {}

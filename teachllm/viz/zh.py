@@ -1,0 +1,238 @@
+"""The Chinese words of teachllm.viz: English template → Chinese template, for `language.tr`.
+
+Each pair keeps the same {fields} with the same format specs; token texts, numbers and units are fields
+or stay outside, so both editions show the same values. The terms are the seeds' and book/glossary.md's:
+预填充 (prefill), 解码 (decode), KV 缓存, 采样, 温度, 束搜索, 重复惩罚, 块表, 槽位, 算术强度, 屋顶线.
+"""
+
+ZH: dict[str, str] = {
+    # ---- words used in many places (phases, controls, axes)
+    "prefill": "预填充",
+    "decode": "解码",
+    "waiting": "等待",
+    "step": "步",
+    "phase": "阶段",
+    "token": "token",
+    "ms": "ms",
+    "cache": "缓存",
+    "layer": "层",
+    "head": "注意力头",
+    "iteration": "迭代",
+    "tokens": "token 数",
+    "bytes": "字节",
+    "probability": "概率",
+    "cumulative": "累积概率",
+    "measured": "实测",
+    "predicted": "预测",
+    "spec sheet": "规格表",
+    "model": "模型",
+    "after": "处理后",
+    "query": "查询",
+    "key": "键",
+    "prompt": "提示词",
+    "prompt:": "提示词：",
+    "none": "无",
+    "nobody": "无",
+    "finished": "已结束",
+    "preempted": "被抢占",
+    "request {rid}": "请求 {rid}",
+    # ---- sampling settings (chapter 6's explorer; figures.describe)
+    "temperature": "温度",
+    "top-k": "top-k",
+    "top-p": "top-p",
+    "min-p": "min-p",
+    "repetition": "重复惩罚",
+    "presence": "存在惩罚",
+    "frequency": "频率惩罚",
+    "greedy (T = 0)": "贪心（T = 0）",
+    "preset": "预设",
+    "custom": "自定义",
+    "code": "代码",
+    "factual QA": "事实问答",
+    "chat": "对话",
+    "creative": "创意写作",
+    "brainstorm": "头脑风暴",
+    "seed": "随机种子",
+    "sample": "采样",
+    "filters (T 0 = greedy; top-k 0, top-p 1, min-p 0 = off)":
+        "过滤（T 为 0 即贪心；top-k 0、top-p 1、min-p 0 为关闭）",
+    "penalties (1 and 0 = off; presence, frequency: output only)":
+        "惩罚（1 和 0 为关闭；存在惩罚、频率惩罚只看输出）",
+    "press <i>sample</i> to draw a token with this seed": "按<i>采样</i>，用这个随机种子抽取一个 token",
+    "sampled <b>{token}</b> (id {id}, rank {rank} after processing)":
+        "采样到 <b>{token}</b>（id {id}，处理后排名 {rank}）",
+    # ---- 1. the next-token distribution
+    "model (before)": "模型（处理前）",
+    "after processing": "处理后",
+    "cumulative (what top-p sees)": "累积概率（top-p 看到的）",
+    "sampled": "采样结果",
+    "{rule} cut": "{rule} 截断",
+    "{settings} · entropy {before:.2f} → {after:.2f} bits · {kept:,} of {vocab:,} tokens survive":
+        "{settings} · 熵 {before:.2f} → {after:.2f} 比特 · {vocab:,} 个 token 中留下 {kept:,} 个",
+    ", outside the chart": "，不在图中",
+    " · sampled {token} (rank {rank}{where})": " · 采样到 {token}（排名 {rank}{where}）",
+    # ---- 2. attention
+    "{phase}, head {h}": "{phase}，头 {h}",
+    "{phase}, query head {h}": "{phase}，查询头 {h}",
+    "query head {h}": "查询头 {h}",
+    " ◀ selected": " ◀ 当前",
+    "layer {layer} · KV head {kv} is shared by query heads {first}–{last} (GQA)<br>blue: prefill, one row per prompt "
+    "token · orange: decode, one row per step · grey: masked (the future)":
+        "第 {layer} 层 · KV 头 {kv} 由查询头 {first}–{last} 共享（GQA）<br>蓝色：预填充，每个提示词 token 一行 · "
+        "橙色：解码，每步一行 · 灰色：被掩码遮住（未来的位置）",
+    "layer {i}": "第 {i} 层",
+    "KV head {kv} · query head {h}": "KV 头 {kv} · 查询头 {h}",
+    # ---- 3. KV cache growth
+    "measured: cache.bytes_used": "实测：cache.bytes_used",
+    "formula: 2·L·n_kv·d·tokens·b·bytes": "公式：2·L·n_kv·d·tokens·b·bytes",
+    "contiguous: allocated": "连续缓存：已分配",
+    "layer: K+V stored": "每层：已存 K+V",
+    "layer: reserved, empty": "每层：预留但空着",
+    "paged: allocated": "分页缓存：已分配",
+    "paged: used": "分页缓存：已使用",
+    "KV cache after step {step} ({phase}): {length} of {capacity} slots, {used:.2f} MiB used of {allocated:.2f} MiB "
+    "allocated":
+        "第 {step} 步（{phase}）之后的 KV 缓存：{capacity} 个槽位用了 {length} 个，"
+        "已分配 {allocated:.2f} MiB，已使用 {used:.2f} MiB",
+    "step (0 = prefill)": "步（0 = 预填充）",
+    "bytes per layer": "每层字节数",
+    # ---- 4. step-through
+    "candidates": "候选 token",
+    "step {index} · {phase} · chose {token}{took} · KV cache {length} tokens":
+        "第 {index} 步 · {phase} · 选中 {token}{took} · KV 缓存 {length} 个 token",
+    "probability after processing": "处理后的概率",
+    "next token": "下一个 token",
+    "run to the end": "运行到结束",
+    "restart": "重新开始",
+    "(finished)": "（已结束）",
+    # ---- 5. cost: timeline and roofline
+    "{phase} utilisation": "{phase}利用率",
+    "% of peak": "% 峰值",
+    "prefill of {prompt} tokens, then {n} decode steps: {total:.0f} ms in all":
+        "预填充 {prompt} 个 token，再解码 {n} 步：共 {total:.0f} ms",
+    "time since the prompt went in (ms)": "自提示词输入起的时间（ms）",
+    "% of peak FLOP/s": "峰值 FLOP/s 的百分比",
+    "roof: {device}": "屋顶线：{device}",
+    "{name} (measured)": "{name}（实测）",
+    "{name} (roofline)": "{name}（屋顶线）",
+    "{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte":
+        "{device}（{source}）：峰值 {peak:.1f} GFLOP/s，带宽 {bandwidth:.1f} GB/s，拐点 {ridge:.1f} FLOP/字节",
+    "arithmetic intensity (FLOP/byte)": "算术强度（FLOP/字节）",
+    "ridge": "拐点",
+    "generate and time": "生成并计时",
+    "measure": "测量",
+    # ---- lecture figures: BPE, penalties, beam search, the pipeline
+    "pieces": "片段",
+    "after {n} merge: {pieces} pieces": "{n} 次合并后：{pieces} 个片段",
+    "after {n} merges: {pieces} pieces": "{n} 次合并后：{pieces} 个片段",
+    " (latest merge: {merge})": "（最近一次合并：{merge}）",
+    " (characters)": "（单个字符）",
+    "characters": "字符",
+    "merges": "合并次数",
+    "logits": "原始 logits",
+    "repetition {value:g}": "重复惩罚 {value:g}",
+    "presence {presence:g}, frequency {frequency:g}": "存在惩罚 {presence:g}，频率惩罚 {frequency:g}",
+    "no-repeat {n}-gram": "禁止重复 {n}-gram",
+    "each penalty in turn (a missing bar: banned, −∞)": "依次施加每种惩罚（缺失的柱子：被禁止，−∞）",
+    "logit": "logit 值",
+    "dropped later": "后来被淘汰",
+    "best finished sequence": "最佳完成序列",
+    "beams": "束",
+    "sum of log p": "log p 之和",
+    "beam search: every beam kept at each step": "束搜索：每一步保留的每一束",
+    "generated tokens": "已生成的 token 数",
+    "rank at that length (best on top)": "该长度下的排名（最好的在上）",
+    "tokenizer": "分词器",
+    "KV cache": "KV 缓存",
+    "decode loop": "解码循环",
+    "sampler": "采样器",
+    "detokenizer": "解码回文本",
+    "{n} characters → ids": "{n} 个字符 → ids",
+    "every prompt token at once; fills the KV cache": "一次处理全部提示词 token；填满 KV 缓存",
+    "K and V of every layer": "每一层的 K 和 V",
+    "one token per step, reads the cache": "每步一个 token，读取缓存",
+    "logits → one id (greedy)": "logits → 一个 id（贪心）",
+    "logits → one id (sampled)": "logits → 一个 id（采样）",
+    "ids → text": "ids → 文本",
+    "one prompt through the pipeline": "一个提示词走过整条流水线",
+    # ---- serving: the iteration timeline
+    "request {rid}, iteration {i}: ": "请求 {rid}，第 {i} 次迭代：",
+    "then a token was sampled": "随后采样出一个 token",
+    "a chunk: no token sampled yet": "只是一块：还没有采样 token",
+    "prefill of tokens {first}–{last} ({n} tokens), {then}": "预填充第 {first}–{last} 个 token（{n} 个），{then}",
+    "decode (one token)": "解码（一个 token）",
+    "iteration {i}: {tokens} tokens computed in {calls} forward call":
+        "第 {i} 次迭代：{calls} 次前向传播计算了 {tokens} 个 token",
+    "iteration {i}: {tokens} tokens computed in {calls} forward calls":
+        "第 {i} 次迭代：{calls} 次前向传播计算了 {tokens} 个 token",
+    "  decode ({n} tokens, one each): requests {ids}": "  解码（{n} 个 token，每个请求一个）：请求 {ids}",
+    "  prefill: request {rid}, tokens {first}–{last} ({n} tokens)":
+        "  预填充：请求 {rid}，第 {first}–{last} 个 token（{n} 个）",
+    " — a chunk, no token sampled yet": " — 只是一块，还没有采样 token",
+    "  sampled a token: {sampled} · finished: {finished}": "  采样出 token 的：{sampled} · 已结束：{finished}",
+    " · preempted: {ids}": " · 被抢占：{ids}",
+    "  after it: {running} running, {waiting} waiting, {blocks} KV blocks in use":
+        "  迭代之后：{running} 个运行中，{waiting} 个等待，{blocks} 个 KV 块在用",
+    "finished after iteration": "结束于迭代",
+    "decode tokens": "解码 token",
+    "prefill tokens": "预填充 token",
+    "token budget ({budget})": "token 预算（{budget}）",
+    "iteration {upto} of {first}–{last}": "第 {first}–{last} 次迭代中的第 {upto} 次",
+    "{n} iterations": "{n} 次迭代",
+    "static": "静态",
+    "continuous": "连续",
+    "{policy} batching: {n} requests, at most {most} at once · {iterations}, {calls} forward calls in all":
+        "{policy}批处理：{n} 个请求，同时最多 {most} 个 · {iterations}，共 {calls} 次前向传播",
+    "previous": "上一次",
+    "next": "下一次",
+    "last": "最后",
+    # ---- serving: block tables and slots
+    "request {rid}, logical block {i} → physical block {block}: {filled}/{bs} slots, tokens {first}–{last}, "
+    "ref count {refs}":
+        "请求 {rid}，逻辑块 {i} → 物理块 {block}：{filled}/{bs} 个槽位，第 {first}–{last} 个 token，引用计数 {refs}",
+    "block {b}: {filled}/{bs} slots, ref count {refs} (requests {who})":
+        "块 {b}：{filled}/{bs} 个槽位，引用计数 {refs}（请求 {who}）",
+    "one owner": "单一持有者",
+    "shared": "共享",
+    "free": "空闲",
+    "table: {name}": "块表：{name}",
+    "pool: {name}": "块池：{name}",
+    "block tables": "块表",
+    " · {used} of {total} blocks in use ({shared} shared), {free} free · {slots} of {allocated} allocated slots "
+    "hold a token":
+        " · {total} 个块中 {used} 个在用（{shared} 个共享），{free} 个空闲 · 已分配的 {allocated} 个槽位中 "
+        "{slots} 个存有 token",
+    "blue: one owner, green: shared (reference count > 1), grey: free · the darker, the fuller":
+        "蓝色：单一持有者，绿色：共享（引用计数 > 1），灰色：空闲 · 颜色越深，块越满",
+    "logical block (tokens i·bs … i·bs + bs − 1)": "逻辑块（第 i·bs … i·bs + bs − 1 个 token）",
+    "the pool: {n} blocks × {bs} slots": "块池：{n} 个块 × {bs} 个槽位",
+    "after iteration {i}": "第 {i} 次迭代之后",
+    "contiguous: reserved (prompt + max_tokens each)": "连续缓存：预留（每个请求 prompt + max_tokens）",
+    "paged: allocated (blocks × block size)": "分页缓存：已分配（块数 × 块大小）",
+    "used: tokens in the cache": "已使用：缓存中的 token",
+    "KV slots per iteration · wasted on average: paged {paged:.1%}, contiguous reservation {contiguous:.1%}":
+        "每次迭代的 KV 槽位 · 平均浪费：分页 {paged:.1%}，连续预留 {contiguous:.1%}",
+    "KV slots": "KV 槽位",
+    # ---- serving: CacheBlend
+    "HKVD: largest K/V deviation": "HKVD：K/V 偏差最大的 token",
+    "random tokens": "随机 token",
+    "full prefill": "完整预填充",
+    "CacheBlend: quality of the question's next-token predictions against the prefill compute spent":
+        "CacheBlend：问题部分下一个 token 预测的质量与所花预填充计算量的关系",
+    "share of a full prefill's compute (token-layers)": "占完整预填充计算量的比例（token·层）",
+    "KL(full ‖ blended)": "KL（完整 ‖ 混合）",
+    "perplexity of the question": "问题部分的困惑度",
+    # ---- the notebooks' own figures (notebooks/src)
+    "Entropy of the next-token distribution against temperature": "下一个 token 分布的熵随温度的变化",
+    "temperature T": "温度 T",
+    "entropy (bits)": "熵（比特）",
+    "uniform: log₂ V": "均匀分布：log₂ V",
+    "QA, summaries": "问答、摘要",
+    "(measured)": "（实测）",
+    "(Llama-7B, predicted)": "（Llama-7B，预测）",
+    "request {i} (long)": "请求 {i}（长）",
+    "request {i} (short)": "请求 {i}（短）",
+    "without chunking: one iteration computes {most} tokens": "不分块：一次迭代计算 {most} 个 token",
+    "chunked prefill, budget 32: the long prompt is prefilled in {n} chunks":
+        "分块预填充，预算 32：长提示词分 {n} 块完成预填充",
+}
