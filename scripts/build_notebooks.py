@@ -65,6 +65,7 @@ def notebook_from_source(src: Path, lang: str = "en") -> nbformat.NotebookNode:
 
 def build(src: Path, lang: str = "en") -> float:
     nb = notebook_from_source(src, lang)
+    folder(lang).mkdir(exist_ok=True)  # the kernel runs there, as it does when a reader opens the notebook
     # Widget state is not stored: a live widget needs a running kernel anyway, and plotly's FigureWidget
     # state carries its whole JavaScript bundle (megabytes per notebook).
     client = NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False, store_widget_state=False,
@@ -72,7 +73,6 @@ def build(src: Path, lang: str = "en") -> float:
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    folder(lang).mkdir(exist_ok=True)
     nbformat.write(nb, folder(lang) / f"{src.stem}.ipynb")
     return seconds
 

@@ -50,7 +50,7 @@ XFAIL: dict[str, str] = {}  # notebook stem → why its check is expected to fai
 
 NUMBER = re.compile(r"(?<![\w.·^])[-−]?\d(?:[\d,]*\d)?(?:\.\d+)?(?:e[-−]?\d+)?(?![\w])")
 # "in 3.3", "of 3.5", "(4.3)", "chapter 10", "sections 12.4 and 12.5": references to a section
-SECTION = re.compile(r"(?:\b(?:chapters?|sections?|§|in|of|see|from|and|to)\s+|[(,|]\s*)(\d{1,2}\.\d)\b", re.I)
+SECTION = re.compile(r"(?:\b(?:chapters?|sections?|§|in|of|see|from|and|to)\s+|[(,|（，、]\s*)(\d{1,2}\.\d)\b", re.I)
 APPROX = re.compile(r"\b(?:about|around|near|nearly|almost|roughly|some)\b|[≈~]|约|大约|大概|接近|将近|差不多|近", re.I)
 CJK_NEXT_TO_DIGIT = re.compile(r"(?<=[\u4e00-\u9fff])(?=[-−\d])|(?<=\d)(?=[\u4e00-\u9fff])")
 SKIP = [

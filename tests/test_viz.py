@@ -364,5 +364,19 @@ def test_pipeline_figure_shows_the_shapes_the_engine_produces(lm):
     assert by_name["detokenizer"] == repr(lm.tokenizer.decode(greedy))
     _, layout = lecture.pipeline_spec(stages)
     texts = [a["text"] for a in layout["annotations"]]
-    assert all(s.shape in texts and f"<b>{s.name}</b>" in texts for s in stages)
+    assert all(lecture.wrap(s.shape, 16) in texts and f"<b>{s.name}</b>" in texts for s in stages)
     assert len(layout["shapes"]) == len(stages)
+
+
+@pytest.mark.parametrize("text", ["every prompt token at once; fills the KV cache",
+                                  "一次处理全部提示词 token；填满 KV 缓存", "[1, 37] → logits [1, 49152]",
+                                  "ids → text"])
+def test_pipeline_text_wraps_to_the_box_without_losing_a_character(text):
+    import unicodedata
+
+    from teachllm.viz.lecture import wrap
+
+    lines = wrap(text, 16).split("<br>")
+    widths = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line) for line in lines]
+    assert all(w <= 16 or " " not in line for w, line in zip(widths, lines, strict=True)), lines
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")

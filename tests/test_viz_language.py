@@ -262,3 +262,11 @@ def test_a_chinese_figure_becomes_a_small_png_on_this_machine(monkeypatch, plotl
     png = base64.b64decode(bundle["image/png"])
     width, height = struct.unpack(">II", png[16:24])  # the PNG header's IHDR chunk
     assert (width, height) == (800, fig.layout.height) and len(png) < 80_000
+
+
+def test_pad_counts_a_chinese_character_as_two_columns():
+    from teachllm.viz import pad
+
+    assert pad("top-k", 8) == "top-k   "
+    assert pad("重复惩罚", 10) == "重复惩罚  "  # four characters, eight columns
+    assert pad("a longer name", 4) == "a longer name"

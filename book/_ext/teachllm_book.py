@@ -6,9 +6,9 @@ What it does, in the order a build meets it:
    notebooks stay the one source of every chapter sentence. Files are rewritten only when they changed,
    so incremental builds stay incremental.
 2. ``source-read`` (chapters only, in memory, never on disk):
-   - a plotly figure (``application/vnd.plotly.v1+json``, the only form the notebooks store) becomes a
-     ``<div class="teachllm-plotly">`` with the figure's JSON beside it; ``_static/plotly-figures.js``
-     draws it with the one local plotly.js, so it stays interactive (hover, zoom);
+   - a plotly figure (``application/vnd.plotly.v1+json``) becomes a ``<div class="teachllm-plotly">`` with
+     the figure's JSON beside it; ``_static/plotly-figures.js`` draws it with the one local plotly.js, so
+     it stays interactive (hover, zoom); the notebook's PNG of it is the ``<noscript>`` fallback;
    - an ipywidgets view (``application/vnd.jupyter.widget-view+json``; its state is not saved and its
      JavaScript would come from a CDN) becomes a note naming the widget and saying where it runs;
    - the exercises' empty work cells (tagged ``exercise``) are left out (``remove-cell``), and their check
@@ -62,11 +62,14 @@ def copy_chapters(app: Sphinx) -> None:
 
 
 # ---- 2. outputs a static page can show ------------------------------------------------------------------
-def plotly_html(figure: dict, element_id: str) -> str:
-    """A placeholder div and the figure's JSON; plotly-figures.js draws it on page load."""
+def plotly_html(figure: dict, element_id: str, png: str | None = None) -> str:
+    """A placeholder div and the figure's JSON; plotly-figures.js draws it on page load. The notebook's PNG
+    of the figure, when it has one, is what a reader with JavaScript off sees instead."""
     height = (figure.get("layout") or {}).get("height") or 450
     spec = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")  # never close the <script>
-    return (f'<div class="teachllm-plotly" id="{element_id}" style="height:{int(height)}px"></div>\n'
+    fallback = (f'<noscript><img class="teachllm-plotly-png" alt="figure" src="data:image/png;base64,'
+                f'{"".join(png.split())}"></noscript>\n' if png else "")
+    return (f'<div class="teachllm-plotly" id="{element_id}" style="height:{int(height)}px">{fallback}</div>\n'
             f'<script type="application/json" id="{element_id}-json">{spec}</script>')
 
 
@@ -93,7 +96,9 @@ def static_notebook(text: str, prefix: str) -> str:
                 continue
             if PLOTLY in data:
                 n_figures += 1
-                output["data"] = {"text/html": plotly_html(data[PLOTLY], f"{prefix}-figure-{n_figures}")}
+                png = data.get("image/png")
+                png = "".join(png) if isinstance(png, list) else png
+                output["data"] = {"text/html": plotly_html(data[PLOTLY], f"{prefix}-figure-{n_figures}", png)}
             elif WIDGET in data:
                 plain = data.get("text/plain", "")
                 output["data"] = {"text/html": widget_html("".join(plain) if isinstance(plain, list) else plain)}

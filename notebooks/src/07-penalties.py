@@ -236,7 +236,7 @@ all_penalties = tl.SamplingParams(repetition_penalty=1.2, presence_penalty=0.5, 
                                   no_repeat_ngram_size=3)
 stages = penalty_stages(logits, all_penalties, prompt_ids, output_so_far, labeller(tok), top_n=6)
 for name, values in stages.stages:
-    print(f"{name:<32}" + "  ".join(f"{label}:{v:.2f}" for label, v in zip(stages.labels[:4], values, strict=False)))
+    print(viz.pad(name, 32) + "  ".join(f"{label}:{v:.2f}" for label, v in zip(stages.labels[:4], values, strict=False)))
 penalty_stages_figure(stages)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

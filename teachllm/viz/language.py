@@ -14,6 +14,7 @@ in teachllm/viz and notebooks/src has an entry there, and that every entry is us
 from __future__ import annotations
 
 import os
+import unicodedata
 
 from .zh import ZH
 
@@ -49,6 +50,13 @@ def tr(english: str, **fields) -> str:
         untranslated.add(english)
     template = ZH.get(english, english) if _current == "zh" else english
     return template.format(**fields) if fields else template
+
+
+def pad(text: str, columns: int) -> str:
+    """`text` followed by spaces up to `columns` as a terminal or notebook shows it: a Chinese character
+    takes two columns, so `f"{text:<32}"` would misalign a table of Chinese row names."""
+    width = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return text + " " * max(0, columns - width)
 
 
 def font() -> dict:

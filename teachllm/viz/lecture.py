@@ -8,6 +8,8 @@ tests compare every drawn number with the engine's.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -224,6 +226,25 @@ def pipeline_stages(lm, prompt: str, params: SamplingParams | None = None) -> li
     ]
 
 
+def wrap(text: str, columns: int) -> str:
+    """`text` broken into lines of at most `columns` (a Chinese character counts two), joined with <br> for
+    a plotly annotation: a box in the pipeline figure is narrow, and plotly never wraps text itself."""
+    pieces = re.findall(r"[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+\s*|\s+", text)
+    lines, line = [], ""
+
+    def width(s: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+
+    for piece in pieces:
+        if line and width(line + piece.rstrip()) > columns:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+        else:
+            line += piece
+    lines.append(line.rstrip())
+    return "<br>".join(x for x in lines if x)
+
+
 def pipeline_spec(stages: list[PipelineStage], title: str | None = None) -> tuple[list[dict], dict]:
     """Boxes left to right, each with its name, what it does and the live shape; arrows between them."""
     shapes, annotations = [], []
@@ -234,16 +255,16 @@ def pipeline_spec(stages: list[PipelineStage], title: str | None = None) -> tupl
         shapes.append({"type": "rect", "x0": x0, "x1": x0 + width, "y0": 0, "y1": 1, "fillcolor": color,
                        "line": {"color": "#636363"}, "layer": "below"})
         annotations.append({"x": x0 + width / 2, "y": 0.78, "text": f"<b>{tr(stage.name)}</b>", "showarrow": False})
-        annotations.append({"x": x0 + width / 2, "y": 0.5, "text": stage.what, "showarrow": False,
+        annotations.append({"x": x0 + width / 2, "y": 0.52, "text": wrap(stage.what, 18), "showarrow": False,
                             "font": {"size": 10}})
-        annotations.append({"x": x0 + width / 2, "y": 0.22, "text": stage.shape, "showarrow": False,
-                            "font": {"size": 11, "family": "monospace"}})
+        annotations.append({"x": x0 + width / 2, "y": 0.2, "text": wrap(stage.shape, 16), "showarrow": False,
+                            "font": {"size": 10, "family": "monospace"}})
         if i:
             annotations.append({"x": x0, "y": 0.5, "ax": x0 - gap, "ay": 0.5, "xref": "x", "yref": "y",
                                 "axref": "x", "ayref": "y", "text": "", "showarrow": True, "arrowhead": 2})
     n = len(stages)
     layout = {"title": title or tr("one prompt through the pipeline"), "shapes": shapes, "annotations": annotations,
-              "height": 260,
+              "height": 300,
               "xaxis": {"visible": False, "range": [-0.1, n * (width + gap) - gap + 0.1]},
               "yaxis": {"visible": False, "range": [-0.1, 1.1]}, "margin": {"t": 40, "b": 10, "l": 10, "r": 10}}
     return [], layout

@@ -44,7 +44,7 @@ ZH: dict[str, str] = {
     "repetition": "重复惩罚",
     "presence": "存在惩罚",
     "frequency": "频率惩罚",
-    "greedy (T = 0)": "贪心（T = 0）",
+    "greedy (T = 0)": "贪婪（T = 0）",
     "preset": "预设",
     "custom": "自定义",
     "code": "代码",
@@ -55,7 +55,7 @@ ZH: dict[str, str] = {
     "seed": "随机种子",
     "sample": "采样",
     "filters (T 0 = greedy; top-k 0, top-p 1, min-p 0 = off)":
-        "过滤（T 为 0 即贪心；top-k 0、top-p 1、min-p 0 为关闭）",
+        "过滤（T 为 0 即贪婪；top-k 0、top-p 1、min-p 0 为关闭）",
     "penalties (1 and 0 = off; presence, frequency: output only)":
         "惩罚（1 和 0 为关闭；存在惩罚、频率惩罚只看输出）",
     "press <i>sample</i> to draw a token with this seed": "按<i>采样</i>，用这个随机种子抽取一个 token",
@@ -116,9 +116,9 @@ ZH: dict[str, str] = {
     "{name} (measured)": "{name}（实测）",
     "{name} (roofline)": "{name}（屋顶线）",
     "{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte":
-        "{device}（{source}）：峰值 {peak:.1f} GFLOP/s，带宽 {bandwidth:.1f} GB/s，拐点 {ridge:.1f} FLOP/字节",
+        "{device}（{source}）：峰值 {peak:.1f} GFLOP/s，带宽 {bandwidth:.1f} GB/s，屋脊点 {ridge:.1f} FLOP/字节",
     "arithmetic intensity (FLOP/byte)": "算术强度（FLOP/字节）",
-    "ridge": "拐点",
+    "ridge": "屋脊点",
     "generate and time": "生成并计时",
     "measure": "测量",
     # ---- lecture figures: BPE, penalties, beam search, the pipeline
@@ -151,7 +151,7 @@ ZH: dict[str, str] = {
     "every prompt token at once; fills the KV cache": "一次处理全部提示词 token；填满 KV 缓存",
     "K and V of every layer": "每一层的 K 和 V",
     "one token per step, reads the cache": "每步一个 token，读取缓存",
-    "logits → one id (greedy)": "logits → 一个 id（贪心）",
+    "logits → one id (greedy)": "logits → 一个 id（贪婪）",
     "logits → one id (sampled)": "logits → 一个 id（采样）",
     "ids → text": "ids → 文本",
     "one prompt through the pipeline": "一个提示词走过整条流水线",
