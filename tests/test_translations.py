@@ -60,3 +60,18 @@ def test_the_check_notices_a_book_page_whose_english_changed(tmp_path, monkeypat
     monkeypatch.setattr(translations, "BOOK", tmp_path)
     found = translations.book_problems("zh")
     assert len(found) == 1 and "changed after it was translated" in found[0]
+
+
+def test_the_chinese_book_calls_each_chapter_by_its_title():
+    """The lecturer's guide and the solutions page head each section with the chapter's Chinese title."""
+    import re
+
+    titles = {}
+    for src in SOURCES:
+        first = translations.translated_cells(src, "zh")[0].splitlines()[0]
+        m = re.match(r"# (第 (\d+) 章 · .+)$", first)
+        assert m, f"{src.stem}: the Chinese chapter should open with '# 第 N 章 · title', not {first!r}"
+        titles[int(m[2])] = m[1]
+    for page in sorted((translations.BOOK / "zh").glob("*.md")):
+        for m in re.finditer(r"^#+ (第 (\d+) 章 · .+)$", page.read_text(encoding="utf-8"), re.M):
+            assert m[1] == titles[int(m[2])], f"book/zh/{page.name}: {m[1]!r} is chapter {m[2]}: {titles[int(m[2])]!r}"

@@ -201,7 +201,8 @@ def test_chinese_widget_in_jupyterlab(lab, chromium):
         try:
             page = local_page(browser, "http://127.0.0.1", outside, {"width": 1500, "height": 1100},
                               RUN_TIMEOUT_S * 1000)
-            page.goto(f"{lab}/lab/tree/{CHINESE_NOTEBOOK}?token={TOKEN}")
+            # a workspace of its own: the default one would reopen the English notebook of the test above
+            page.goto(f"{lab}/lab/workspaces/zh/tree/{CHINESE_NOTEBOOK}?reset&token={TOKEN}")
             page.wait_for_selector(".jp-Notebook .jp-Cell")
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
                                    "  .isEnabled('notebook:run-all-cells')")
