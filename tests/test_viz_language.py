@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("plotly")  # before anything that imports teachllm.viz
 pytest.importorskip("ipywidgets")
+import plotly.graph_objects as go
 import plotly.io as pio
 import torch
 
@@ -262,6 +263,31 @@ def test_a_chinese_figure_becomes_a_small_png_on_this_machine(monkeypatch, plotl
     png = base64.b64decode(bundle["image/png"])
     width, height = struct.unpack(">II", png[16:24])  # the PNG header's IHDR chunk
     assert (width, height) == (800, fig.layout.height) and len(png) < 80_000
+
+
+def test_chinese_in_a_png_is_drawn_with_a_cjk_font(monkeypatch, plotly_settings, chinese):
+    """A picture made outside the reader's browser (the PNG beside each figure) needs a CJK font on the machine
+    that makes it: fonts-noto-cjk, which .ci/run installs. Two titles that differ only in their Chinese
+    characters must give different pictures, and neither may look like a row of missing-glyph boxes (drawn
+    here with private-use characters, which no font has): without a CJK font all three are the same boxes."""
+    pytest.importorskip("kaleido")
+    monkeypatch.setenv("TEACHLLM_STATIC_FIGURES", "1")
+    viz.show_figures_offline()
+
+    def png(title: str) -> bytes:
+        layout = figures.figure_layout(title=title, width=260, height=70, margin={"t": 45, "b": 0, "l": 0, "r": 0},
+                                       xaxis={"visible": False}, yaxis={"visible": False})
+        figure = go.Figure(layout=layout).to_dict()  # resolves the template's name into its settings
+        return base64.b64decode(pio.renderers["png"].to_mimebundle(figure)["image/png"])
+
+    try:
+        prefill, decode, boxes = png("预填充阶段"), png("解码的阶段"), png("\ue000\ue001\ue002\ue003\ue004")
+    except RuntimeError as e:  # kaleido found no chromium
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(str(e))
+    assert prefill != decode, "two different Chinese titles drew the same picture: no CJK font (fonts-noto-cjk)?"
+    assert boxes not in (prefill, decode), "Chinese characters were drawn as missing-glyph boxes"
 
 
 def test_pad_counts_a_chinese_character_as_two_columns():

@@ -164,6 +164,10 @@ def test_chinese_book_renders_offline(site, chromium):
             titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')]"
                                    ".map(t => t.textContent)")
             assert any(re.search(r"[\u4e00-\u9fff]", t) for t in titles), f"figure titles not in Chinese: {titles}"
+            chinese = [k for k, t in enumerate(titles) if len(set(re.findall(r"[\u4e00-\u9fff]", t))) >= 2]
+            page.evaluate("k => document.querySelectorAll('.js-plotly-plot .gtitle')[k].id = 'zh-figure-title'",
+                          chinese[0])
+            print("Chinese characters drawn in a figure title:", chinese_is_drawn(page, "#zh-figure-title"))
             page.screenshot(path=SCREENSHOTS / "book-zh-chapter.png")
             figure = page.locator(".js-plotly-plot").first
             figure.scroll_into_view_if_needed()
