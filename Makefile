@@ -32,7 +32,8 @@ test-accelerator: setup
 test-browser: setup
 	$(PY) -m pytest tests/browser
 
-# rebuild (execute) the chapter notebooks, English and Chinese, from notebooks/src; `make notebooks NB=06` for one
+# rebuild (execute) the chapter notebooks, English and Chinese, from notebooks/src; `make notebooks NB=06` for one.
+# Each figure also gets a PNG, drawn by kaleido in Debian's chromium (TEACHLLM_STATIC_FIGURES=0 to skip)
 notebooks: setup
 	$(PINNED) $(PY) scripts/build_notebooks.py $(NB)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -96,6 +97,12 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TEACHLLM_STATIC_FIGURES", "1")
+    browsers = ("chromium", "chromium-browser", "google-chrome", "chrome")
+    if os.environ["TEACHLLM_STATIC_FIGURES"] == "1" and not args.metadata_only and not (
+            os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in browsers)):
+        sys.exit("build_notebooks: kaleido draws the PNG beside each figure in a Chromium, and none was found "
+                 "(apt-get install chromium, or set BROWSER_PATH). TEACHLLM_STATIC_FIGURES=0 builds without "
+                 "the PNGs; tests/test_notebooks.py then names the figures that lack one.")
     sources = sorted((NOTEBOOKS / "src").glob("*.py"))
     if args.prefixes:
         sources = [s for s in sources if s.name.startswith(tuple(args.prefixes))]
