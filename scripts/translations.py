@@ -73,27 +73,35 @@ def read_blocks(path: Path) -> list[Block]:
             for h, end in zip(heads, ends, strict=True)]
 
 
-def problems(src: Path, lang: str) -> list[str]:
-    """Everything that keeps one chapter's translation from matching its English source (empty when in sync)."""
+def cell_problems(src: Path, lang: str) -> list[tuple[int | None, str]]:
+    """(English cell number or None, message) for everything that keeps one chapter's translation from matching
+    its English source; empty when in sync."""
     path = translation_path(src, lang)
     if not path.is_file():
-        return [f"{path.name} is missing: start it with `python scripts/translations.py skeleton {src.stem[:2]}`"]
+        hint = f"python scripts/translations.py skeleton {src.stem[:2]}"
+        return [(None, f"{path.name} is missing: start it with `{hint}`")]
     english, blocks = english_cells(src), read_blocks(path)
     found = []
     for k, cell in enumerate(english, start=1):
         block = blocks[k - 1] if k <= len(blocks) else None
         if block is None:
-            found.append(f"{path.name}: English cell {k} has no translation ({cell.splitlines()[0][:60]!r})")
+            found.append((k, f"{path.name}: English cell {k} has no translation ({cell.splitlines()[0][:60]!r})"))
         elif block.number != k:
-            found.append(f"{path.name}: block {k} is headed `cell {block.number}`")
+            found.append((k, f"{path.name}: block {k} is headed `cell {block.number}`"))
         elif block.english_hash != text_hash(cell):
-            found.append(f"{path.name}: cell {k} changed in English after it was translated "
-                         f"({cell.splitlines()[0][:60]!r}); revise the block, then set its hash to {text_hash(cell)}")
+            found.append((k, f"{path.name}: cell {k} changed in English after it was translated "
+                             f"({cell.splitlines()[0][:60]!r}); revise the block, then set its hash to "
+                             f"{text_hash(cell)}"))
         elif not CJK.search(block.text):
-            found.append(f"{path.name}: cell {k} is not translated yet")
+            found.append((k, f"{path.name}: cell {k} is not translated yet"))
     if len(blocks) > len(english):
-        found.append(f"{path.name}: {len(blocks) - len(english)} block(s) more than the English cells")
+        found.append((None, f"{path.name}: {len(blocks) - len(english)} block(s) more than the English cells"))
     return found
+
+
+def problems(src: Path, lang: str) -> list[str]:
+    """The messages of `cell_problems`: empty when the chapter's translation is in sync."""
+    return [message for _, message in cell_problems(src, lang)]
 
 
 def book_problems(lang: str) -> list[str]:
@@ -107,11 +115,12 @@ def book_problems(lang: str) -> list[str]:
             found.append(f"book/{lang}/{page.name} is missing")
             continue
         head = PAGE_HEADER.match(other.read_text(encoding="utf-8"))
+        english_hash = text_hash(page.read_text(encoding="utf-8"))
         if not head or head[1] != page.name:
             found.append(f"book/{lang}/{page.name}: the first line must be `<!-- en: {page.name} HASH -->`")
-        elif head[2] != text_hash(page.read_text(encoding="utf-8")):
+        elif head[2] != english_hash:
             found.append(f"book/{lang}/{page.name}: book/{page.name} changed after it was translated; revise the "
-                         f"page, then set its hash to {text_hash(page.read_text(encoding='utf-8'))}")
+                         f"page, then set its hash to {english_hash}")
     return found
 
 
@@ -144,17 +153,16 @@ def main() -> None:
             path.write_text(skeleton(src, args.lang), encoding="utf-8")
             print(f"wrote {path.name}")
         return
-    found = [p for src in sources for p in problems(src, args.lang)]
-    if not args.prefixes:
-        found += book_problems(args.lang)
+    pages = [] if args.prefixes else book_problems(args.lang)
+    found = [p for src in sources for p in problems(src, args.lang)] + pages
     if args.command == "status":
-        english = {s.stem: english_cells(s) for s in sources}
-        for line in found:
-            print(line)
-            m = re.search(r"cell (\d+)", line)
-            stem = line.split(".", 1)[0]
-            if m and stem in english and int(m[1]) <= len(english[stem]):
-                print("    English now:\n" + "\n".join("    | " + t for t in english[stem][int(m[1]) - 1].splitlines()))
+        for src in sources:
+            english = english_cells(src)
+            for k, message in cell_problems(src, args.lang):
+                print(message)
+                if k is not None:
+                    print("    English now:\n" + "\n".join("    | " + t for t in english[k - 1].splitlines()))
+        print("\n".join(pages))
     else:
         done = f"{len(sources)} chapters and the book's pages: every {args.lang} translation is in sync"
         print("\n".join(found) or done)

@@ -68,12 +68,14 @@ def test_every_figure_carries_a_static_rendering(lang, src):
     assert not without, f"{len(without)} of {len(figures)} figures have no PNG: build with TEACHLLM_STATIC_FIGURES=1"
 
 
+SANITIZE = ConfigParser()
+SANITIZE.read(NOTEBOOKS / "sanitize.cfg")
+
+
 def sanitised(text: str) -> str:
     """Text with what nbval's sanitise file normalises (timings, ids, addresses) normalised the same way."""
-    config = ConfigParser()
-    config.read(NOTEBOOKS / "sanitize.cfg")
-    for section in config.sections():
-        text = re.sub(config[section]["regex"], config[section]["replace"], text)
+    for section in SANITIZE.sections():
+        text = re.sub(SANITIZE[section]["regex"], SANITIZE[section]["replace"], text)
     return text
 
 

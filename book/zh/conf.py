@@ -12,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conf import *  # noqa: E402,F403  (the English edition's settings)
 from conf import BOOK, ROOT  # noqa: E402
+from sphinx.search.zh import SearchChinese as SphinxSearchChinese  # noqa: E402
 
 language = "zh_CN"
 html_search_language = "zh"  # Sphinx splits Chinese into words with jieba (the book extra installs it)
@@ -47,7 +48,7 @@ JIEBA_WORDS.write_text("".join(f"{w} 100000\n" for w in glossary_words(BOOK / "z
 html_search_options = {"dict": str(JIEBA_WORDS)}
 
 
-class SearchChinese(__import__("sphinx.search.zh", fromlist=["SearchChinese"]).SearchChinese):
+class SearchChinese(SphinxSearchChinese):
     """Sphinx 9.0's Chinese search, fixed: its language_data.js ends with `window.Stemmer = ChineseStemmer`,
     a class that does not exist (Chinese search stems Latin words with the English stemmer), so the search
     page stops with a ReferenceError and finds nothing (sphinx-doc/sphinx#14229, fixed upstream by #14416,

@@ -52,11 +52,15 @@ def tr(english: str, **fields) -> str:
     return template.format(**fields) if fields else template
 
 
+def display_width(text: str) -> int:
+    """Columns `text` takes in a monospaced font: a Chinese character (East Asian wide or full-width) takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def pad(text: str, columns: int) -> str:
     """`text` followed by spaces up to `columns` as a terminal or notebook shows it: a Chinese character
     takes two columns, so `f"{text:<32}"` would misalign a table of Chinese row names."""
-    width = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-    return text + " " * max(0, columns - width)
+    return text + " " * max(0, columns - display_width(text))
 
 
 def font() -> dict:

@@ -9,7 +9,6 @@ tests compare every drawn number with the engine's.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -27,7 +26,7 @@ from ..sampling import (
 )
 from .data import token_label
 from .figures import COLORS, _r, figure
-from .language import tr
+from .language import display_width, tr
 
 PIECE_COLORS = ["#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fc9272", "#c7e9c0", "#fdd0a2", "#dadaeb"]
 
@@ -231,12 +230,8 @@ def wrap(text: str, columns: int) -> str:
     a plotly annotation: a box in the pipeline figure is narrow, and plotly never wraps text itself."""
     pieces = re.findall(r"[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+\s*|\s+", text)
     lines, line = [], ""
-
-    def width(s: str) -> int:
-        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
-
     for piece in pieces:
-        if line and width(line + piece.rstrip()) > columns:
+        if line and display_width(line + piece.rstrip()) > columns:
             lines.append(line.rstrip())
             line = piece.lstrip()
         else:

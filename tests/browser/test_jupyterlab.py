@@ -125,6 +125,19 @@ def _kernel_ready(page) -> bool:
     return page.evaluate(KERNEL_IDLE)
 
 
+def _run_notebook(browser, url: str, outside: list):
+    """A page of `url` (a notebook in JupyterLab) once its kernel is ready, with "Run All" started (not awaited);
+    requests that leave 127.0.0.1 are blocked and appended to `outside`."""
+    page = local_page(browser, "http://127.0.0.1", outside, {"width": 1500, "height": 1100}, RUN_TIMEOUT_S * 1000)
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
+                           "  .isEnabled('notebook:run-all-cells')")
+    _wait_until(lambda: _kernel_ready(page), SERVER_TIMEOUT_S, "the notebook's kernel")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")  # no await
+    return page
+
+
 def test_widgets_render_and_respond_in_jupyterlab(lab, chromium):
     from playwright.sync_api import sync_playwright
 
@@ -134,14 +147,7 @@ def test_widgets_render_and_respond_in_jupyterlab(lab, chromium):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         try:
-            page = local_page(browser, "http://127.0.0.1", outside, {"width": 1500, "height": 1100},
-                              RUN_TIMEOUT_S * 1000)
-            page.goto(f"{lab}/lab/tree/{NOTEBOOK}?token={TOKEN}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
-            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
-                                   "  .isEnabled('notebook:run-all-cells')")
-            _wait_until(lambda: _kernel_ready(page), SERVER_TIMEOUT_S, "the notebook's kernel")
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")  # no await
+            page = _run_notebook(browser, f"{lab}/lab/tree/{NOTEBOOK}?token={TOKEN}", outside)
 
             # ---- the distribution explorer: move the temperature slider ---------------------------
             explorer = page.locator(".jp-OutputArea-output", has=page.locator(".teachllm-temperature"))
@@ -199,15 +205,9 @@ def test_chinese_widget_in_jupyterlab(lab, chromium):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         try:
-            page = local_page(browser, "http://127.0.0.1", outside, {"width": 1500, "height": 1100},
-                              RUN_TIMEOUT_S * 1000)
             # a workspace of its own: the default one would reopen the English notebook of the test above
-            page.goto(f"{lab}/lab/workspaces/zh/tree/{CHINESE_NOTEBOOK}?reset&token={TOKEN}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell")
-            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands"
-                                   "  .isEnabled('notebook:run-all-cells')")
-            _wait_until(lambda: _kernel_ready(page), SERVER_TIMEOUT_S, "the notebook's kernel")
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page = _run_notebook(browser, f"{lab}/lab/workspaces/zh/tree/{CHINESE_NOTEBOOK}?reset&token={TOKEN}",
+                                 outside)
             explorer = page.locator(".jp-OutputArea-output", has=page.locator(".teachllm-temperature"))
             bars = explorer.locator(".js-plotly-plot .bars .point path")
             _wait_until(lambda: bars.count() >= 20, RUN_TIMEOUT_S, "the Chinese distribution explorer's bars")
