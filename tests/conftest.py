@@ -13,6 +13,15 @@ import torch  # noqa: E402
 
 import teachllm as tl  # noqa: E402
 
+DISPATCH_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+
+
+def pytest_report_header(config):
+    """Which kernels this run uses: PyTorch's CPU dispatch (AVX2, AVX512, …) and what the environment asked."""
+    asked = ", ".join(f"{v}={os.environ[v]}" for v in DISPATCH_VARIABLES if v in os.environ) or "the CPU's best"
+    return f"CPU dispatch: {torch.backends.cpu.get_cpu_capability()} (asked: {asked})"
+
+
 # The device and dtype of the bundled model in the tests: the CPU in float32 unless TEACHLLM_DEVICE /
 # TEACHLLM_DTYPE say otherwise (`make test-accelerator` runs the parity tests on a GPU, in float32).
 DEVICE = os.environ.get("TEACHLLM_DEVICE", "cpu")

@@ -1,9 +1,14 @@
 """The bundled SmolLM2-135M-Instruct, fp32 on the CPU, against transformers on the same weights."""
 
+import os
+
+import pytest
 import torch
 
 import teachllm as tl
 from teachllm import bench
+
+pytestmark = pytest.mark.floating  # results depend on the CPU's kernels: `make test-avx2` runs it under AVX2 too
 
 PROMPTS = [
     "The three primary colours are",
@@ -116,3 +121,11 @@ def test_step_through_yields_every_stage_and_the_same_logits(lm, long_prompt):
     *_, last = lm.step_through(ids, cache)
     assert cache.length == 12
     assert (lm.decode_step(0, cache) - lm.forward(ids + [0])[:, -1]).abs().max() <= 5e-4
+
+
+def test_the_dispatch_asked_for_is_the_one_used():
+    """`make test-avx2` asks for PyTorch's AVX2 kernels (ATEN_CPU_CAPABILITY=avx2); a run that silently kept
+    others would test nothing new."""
+    asked = os.environ.get("ATEN_CPU_CAPABILITY")
+    if asked:
+        assert torch.backends.cpu.get_cpu_capability() == asked.upper()

@@ -5,6 +5,8 @@ import torch
 
 import teachllm as tl
 
+pytestmark = pytest.mark.floating  # results depend on the CPU's kernels: `make test-avx2` runs it under AVX2 too
+
 
 def formula_bytes(config, n_tokens, batch, element_size):
     """2 (K and V) · L · n_kv · d · tokens · batch · bytes per element."""

@@ -15,7 +15,7 @@ import teachllm as tl
 from teachllm.cli import main
 from teachllm.quant import Q4_1Linear, Q8_0Linear
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]
 
 PROMPTS = [
     "The three primary colours are",
@@ -64,30 +64,41 @@ def test_block_format_matches_the_gguf_packages_dequantiser(qlm):
     assert q.dtype == torch.uint8 and int(q.min()) == 0 and int(q.max()) == 15
 
 
+# A near-tie: float32's two candidates closer than this many logits. Why 0.5: the kernel rounds activations,
+# per-group scales and zeros, and its output to bfloat16 (8 significant bits, up to 2⁻⁹ ≈ 0.2% per rounding),
+# which moves the gap between two logits by a few hundredths typically and by up to 0.34 in the worst of 338
+# positions (the 4 prompts here and the bench's 20), under AVX-512 and under AVX2 dispatch alike, whose int4
+# kernels round in different orders. Where float32's top two are further apart than 0.5, no correct kernel
+# may change the choice; nearer, either choice is bfloat16's to make (seen: margins of 0.003 to 0.11).
+NEAR_TIE = 0.5
+
+
 def test_logits_close_to_float32(lm, qlm, hf_bf16):
     """Bound: max |Δlogit| ≤ 1.5 and mean KL(float32 ‖ gguf) ≤ 3e-3 nats per position, and no worse than
-    transformers in bfloat16 on the same weights.
+    transformers in bfloat16 on the same weights; at every position the argmax is float32's unless float32's
+    own margin between its choice and the 4-bit choice is under NEAR_TIE.
 
     Why: the integers are exact (test above), so the whole difference is bfloat16 rounding inside the
-    kernel: activations, per-group scales and zeros, and the output each keep 8 significant bits, a
-    relative error of up to 2⁻⁹ ≈ 0.2% per rounding, through 30 layers. The logits run to about ±30, so
-    errors of a few tenths are what bfloat16 gives; transformers' own bfloat16 model, the usual way to
-    halve the bytes, lands in the same range (measured on these prompts: gguf max 0.74, KL 1.2e-3; transformers
-    bf16 max 1.81, KL 1.7e-3; over the bench's 20 prompts: gguf max 1.15).
+    kernel (see NEAR_TIE). The logits run to about ±30, so errors of a few tenths are what bfloat16 gives;
+    transformers' own bfloat16 model, the usual way to halve the bytes, lands in the same range (on these
+    prompts: gguf max 0.74 under AVX-512 dispatch and 0.86 under AVX2, KL about 1.2e-3; transformers bf16
+    max 1.81, KL 1.7e-3).
     """
     ours, theirs = [], []
     worst = 0.0
     for text in PROMPTS:
         ids = lm.tokenizer.encode(text)
-        ref = lm.forward(ids)  # [1, S, V]
-        got = qlm.forward(ids)
+        ref = lm.forward(ids)[0]  # [S, V]
+        got = qlm.forward(ids)[0]
         with torch.no_grad():
-            bf16 = hf_bf16(torch.tensor([ids])).logits.float()
+            bf16 = hf_bf16(torch.tensor([ids])).logits.float()[0]
         worst = max(worst, float((got - ref).abs().max()))
         logp = ref.log_softmax(-1)
-        ours.append((logp.exp() * (logp - got.log_softmax(-1))).sum(-1).flatten())  # KL per position
-        theirs.append((logp.exp() * (logp - bf16.log_softmax(-1))).sum(-1).flatten())
-        assert torch.equal(got[0, -1].argmax(), ref[0, -1].argmax()), text
+        ours.append((logp.exp() * (logp - got.log_softmax(-1))).sum(-1))  # KL per position
+        theirs.append((logp.exp() * (logp - bf16.log_softmax(-1))).sum(-1))
+        mine, theirs_choice = ref.argmax(-1), got.argmax(-1)  # [S] each
+        margin = ref.gather(-1, mine[:, None]) - ref.gather(-1, theirs_choice[:, None])  # [S, 1], 0 where equal
+        assert bool((margin < NEAR_TIE).all()), (text, float(margin.max()))
     kl, kl_bf16 = float(torch.cat(ours).mean()), float(torch.cat(theirs).mean())
     assert worst <= 1.5
     assert kl <= 3e-3
@@ -95,24 +106,24 @@ def test_logits_close_to_float32(lm, qlm, hf_bf16):
 
 
 def test_greedy_text_agrees_until_a_near_tie(lm, qlm, greedy):
-    """Greedy decoding (prefill + decode_step, the cached path), 32 tokens per prompt.
+    """Greedy decoding (prefill + decode_step, the cached path), 32 tokens per prompt: the 4-bit model's
+    tokens are float32's until the first step where float32's margin between the two choices is under
+    NEAR_TIE; after a near-tie the texts may go their own ways.
 
-    On the English and the chat prompt the tokens equal the float32 model's for all 32 (or until EOS).
-    Where they part (measured: the Chinese prompt after 6 tokens, the code prompt after 28), float32's
-    own top two tokens were within 0.06 logits of each other: a near-tie that an error of a few tenths
-    (the bound above) may flip. So: at least 6 tokens agree everywhere, and at the first difference
-    float32's margin between the two tokens is under 0.5 logits.
+    Where they part differs by kernel (under AVX-512 dispatch: the Chinese prompt after 6 tokens, the code
+    prompt after 28; under AVX2: "The three primary colours are" after 7, the Chinese prompt at once),
+    always at a margin under 0.06 logits. The bound must hold for every correct kernel, so it asserts the
+    reason for parting, not the place.
     """
     for text in PROMPTS:
         ids = lm.tokenizer.encode(text)
         ref, got = greedy(lm, ids, 32), greedy(qlm, ids, 32)
         n = next((i for i, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b), None)
-        if text in PROMPTS[:2]:
-            assert n is None and ref == got, text
-        if n is not None:
-            assert n >= 6, text
-            logits = lm.forward(ids + ref[:n])[0, -1]  # float32's logits at the step where they part
-            assert float(logits[ref[n]] - logits[got[n]]) < 0.5, text
+        if n is None:
+            assert ref == got, text  # the same tokens, and both stopped at the same place
+            continue
+        logits = lm.forward(ids + ref[:n])[0, -1]  # float32's logits at the step where they part
+        assert float(logits[ref[n]] - logits[got[n]]) < NEAR_TIE, (text, n)
 
 
 def test_weights_option_is_checked(tmp_path):

@@ -48,7 +48,7 @@ def tiny_lm(seed=0, **overrides):
     return LanguageModel(model, None, name="tiny")
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
+pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]  # see conftest.py
 
 
 @pytest.fixture(scope="module")

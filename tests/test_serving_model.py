@@ -9,7 +9,7 @@ from teachllm.serving.bench import DOCUMENTS, QUESTION
 from teachllm.serving.parity import contiguous_logits
 from teachllm.serving.workload import compare_batching, mixed_workload
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
+pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]  # see conftest.py
 
 
 def chat(lm, question):

@@ -271,11 +271,17 @@ prompts = [text[:16], text[:16] + text[40:45], text[:12], text[20:27]]  # the 2n
 reference = [contiguous_logits(lm, p, n_decode=3) for p in prompts]
 print(f"prompts of {[len(p) for p in prompts]} tokens, prefill + 3 decode steps each; "
       f"largest |logit| {max(float(x.abs().max()) for logits, _ in reference for x in logits):.1f}")
+reports = {}
 for block_size in (1, 4, 16):
-    report = compare_with_contiguous(lm, prompts, block_size, n_decode=3, reference=reference)
+    report = reports[block_size] = compare_with_contiguous(lm, prompts, block_size, n_decode=3, reference=reference)
     assert report.max_abs_error <= 1e-4
-    print(f"block size {block_size:>2}: max |paged − contiguous| = {report.max_abs_error:.0e} "
-          f"(≤ 1e-4: {report.max_abs_error <= 1e-4}), prefix tokens read from the cache: {report.cached_tokens}")
+    print(f"block size {block_size:>2}: every logit within 1e-4 of the contiguous cache's: "
+          f"{report.max_abs_error <= 1e-4}, prefix tokens read from the cache: {report.cached_tokens}")
+
+# %% tags=["nbval-ignore-output"]
+# the largest difference itself depends on the order in which this CPU's kernels add, so nbval does not compare it
+for block_size, report in reports.items():
+    print(f"block size {block_size:>2}: max |paged − contiguous| = {report.max_abs_error:.0e}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The second prompt reads its first 16 tokens' K and V from the first prompt's blocks; with small blocks the
