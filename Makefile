@@ -69,4 +69,4 @@ bench-serving: setup
 	$(PY) -m teachllm.serving.bench
 
 clean-cache:
-	$(PY) -c "import teachllm.loading as l, shutil; shutil.rmtree(l.cache_dir(), ignore_errors=True)"
+	$(PY) -c "import teachllm.convert as c; print(*(f'removed {p}' for p in c.clear_cache()), sep='\n')"

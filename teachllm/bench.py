@@ -102,7 +102,8 @@ def random_models(config: ModelConfig, device: torch.device, dtype: torch.dtype,
 def checkpoint_models(name: str | None, device: torch.device, dtype: torch.dtype):
     """A checkpoint (default: the bundled model) in teachllm and in transformers."""
     lm = load(name, device=device, dtype=dtype, progress=True)
-    hf = AutoModelForCausalLM.from_pretrained(checkpoint_folder(name), dtype=dtype).to(device).eval()
+    hf = AutoModelForCausalLM.from_pretrained(checkpoint_folder(name), dtype=dtype, trust_remote_code=False)
+    hf = hf.to(device).eval()
     return lm, hf
 
 
@@ -256,7 +257,8 @@ def agreeing_prefix(a: list[int], b: list[int]) -> int:
 def compare_weights(lm: LanguageModel, hf, ids: list[int], s: Settings, roof: Device) -> dict:
     """Section 4: float32, the GGUF's own blocks and bfloat16, in speed and in quality (CPU, bundled model)."""
     gguf = load(weights="gguf", device="cpu", progress=False)
-    hf_bf16 = AutoModelForCausalLM.from_pretrained(checkpoint_folder(), dtype=torch.bfloat16).eval()
+    hf_bf16 = AutoModelForCausalLM.from_pretrained(checkpoint_folder(), dtype=torch.bfloat16,
+                                                   trust_remote_code=False).eval()
     n = s.new_tokens
     runs = {"teachllm float32": lambda k: teachllm_greedy(lm, ids, k),
             "teachllm gguf (Q4_1 + Q8_0)": lambda k: teachllm_greedy(gguf, ids, k),

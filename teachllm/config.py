@@ -154,7 +154,7 @@ class ModelConfig:
             raise UnsupportedModelError(model_type, detail=f"architectures: {raw.get('architectures')}")
         from transformers import AutoConfig  # fills in each family's defaults (Qwen3's head_dim=128, ...)
 
-        hf = AutoConfig.from_pretrained(folder)
+        hf = AutoConfig.from_pretrained(folder, trust_remote_code=False)  # a checkpoint's own code never runs
         eos = None
         generation_file = folder / "generation_config.json"
         if generation_file.is_file():

@@ -25,10 +25,11 @@ from .generate import generate, stream
 from .loading import (
     WEIGHTS,
     build_model,
-    checkpoint_folder,
+    checkpoint,
+    gguf_device_dtype,
     gguf_file,
     quantise_from_gguf,
-    read_safetensors,
+    read_tensors,
     resolve_device,
     resolve_dtype,
 )
@@ -324,16 +325,16 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     if weights == "gguf":
         source = gguf_file(name_or_path)  # checked before any conversion starts
-        device = torch.device("cpu") if str(device) == "auto" else device
+        device, dtype = gguf_device_dtype(device, dtype)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
-    folder = checkpoint_folder(name_or_path, progress=progress)
-    config = ModelConfig.from_pretrained(folder)
-    model = build_model(config, read_safetensors(folder, progress=progress), device, dtype)
+    ckpt = checkpoint(name_or_path, progress=progress)
+    config = ModelConfig.from_pretrained(ckpt.folder)
+    model = build_model(config, read_tensors(ckpt, progress=progress), device, dtype)
     if weights == "gguf":
-        model = quantise_from_gguf(model, source, device, dtype)
-    has_tokenizer = (folder / "tokenizer.json").is_file() or (folder / "tokenizer.model").is_file()
-    tokenizer = Tokenizer.from_pretrained(folder) if has_tokenizer else None
+        model = quantise_from_gguf(model, source)
+    has_tokenizer = (ckpt.folder / "tokenizer.json").is_file() or (ckpt.folder / "tokenizer.model").is_file()
+    tokenizer = Tokenizer.from_pretrained(ckpt.folder) if has_tokenizer else None
     name = "SmolLM2-135M-Instruct" if name_or_path is None else str(name_or_path)
     name += " (weights=gguf)" if weights == "gguf" else ""
     return LanguageModel(model, tokenizer, name=name)

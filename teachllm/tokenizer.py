@@ -18,9 +18,18 @@ class Tokenizer:
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> Tokenizer:
+        """The tokenizer files of a checkpoint folder. Code shipped with a checkpoint never runs: a tokenizer
+        that needs its own Python class is refused."""
         from transformers import AutoTokenizer
 
-        return cls(AutoTokenizer.from_pretrained(str(folder)))
+        try:
+            return cls(AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False))
+        except ValueError as error:
+            if "trust_remote_code" not in str(error):
+                raise
+            raise ValueError(f"the tokenizer in {folder} needs Python code shipped with the checkpoint "
+                             "(auto_map in tokenizer_config.json); teachllm never runs a checkpoint's code. "
+                             "Use a checkpoint whose tokenizer is a tokenizer.json") from None
 
     # ---- the vocabulary ------------------------------------------------------------------------
     @property
