@@ -19,6 +19,9 @@ the hash of book/preface.md it was translated from, and `check` names the page w
     python scripts/translations.py check              # every chapter in sync (CI runs this as a test)
     python scripts/translations.py status 06          # what is out of date, with the English beside it
     python scripts/translations.py skeleton 06        # start a file: the English text under each header
+
+Every file is read as UTF-8 (a leading byte-order mark is dropped); a file that is not UTF-8, an empty file or a
+malformed header is reported in one line naming the file, what is wrong and the fix, never decoded by guesswork.
 """
 
 from __future__ import annotations
@@ -35,10 +38,43 @@ import jupytext
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "notebooks" / "src"
 BOOK = ROOT / "book"
-PAGE_HEADER = re.compile(r"^<!-- en: ([\w.-]+\.md) ([0-9a-f]{8}) -->\n")
+# A hash is a number written in hex: 9F1C0A2B and 9f1c0a2b name the same English text, so both cases are accepted
+# (and compared lower-cased) rather than sending a translator after a difference that is not one. `skeleton` and
+# the check's messages write lower case.
+PAGE_HEADER = re.compile(r"^<!-- en: ([\w.-]+\.md) ([0-9a-fA-F]{8}) -->\n")
 LANGUAGES = ("zh",)
-HEADER = re.compile(r"^<!-- cell (\d+) · en ([0-9a-f]{8}) -->$", re.M)
+HEADER = re.compile(r"^<!-- cell (\d+) · en ([0-9a-fA-F]{8}) -->[ \t]*$", re.M)
+HEADER_LIKE = re.compile(r"^<!--\s*cell\b.*$", re.M | re.I)  # what a mistyped header looks like
 CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+class TranslationError(ValueError):
+    """An expected failure, in one line naming the file, what is wrong and the fix; the CLI prints `error: ...`."""
+
+
+def read_text(path: Path, name: str | None = None) -> str:
+    """The text of a UTF-8 file, with any byte-order mark dropped and Windows line ends made Unix ones; raises
+    TranslationError for bytes that are not UTF-8 (an editor saved it as GB18030, say) rather than guess."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise TranslationError(f"{name or path.name} is not UTF-8 text (line {line}); save it as UTF-8") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def line_number(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
+
+
+def first_line(text: str) -> str:
+    """The start of a cell's first line, to name it in a message (an empty cell has none)."""
+    return (text.strip().splitlines() or [""])[0][:60]
+
+
+def skeleton_command(name: str) -> str:
+    return f"python scripts/translations.py skeleton {name[:2]}"
 
 
 def text_hash(text: str) -> str:
@@ -48,7 +84,8 @@ def text_hash(text: str) -> str:
 
 def english_cells(src: Path) -> list[str]:
     """The English Markdown cells of one chapter source, in order."""
-    return [c.source for c in jupytext.read(src).cells if c.cell_type == "markdown"]
+    notebook = jupytext.reads(read_text(src), fmt={"extension": src.suffix})
+    return [c.source for c in notebook.cells if c.cell_type == "markdown"]
 
 
 def translation_path(src: Path, lang: str) -> Path:
@@ -62,14 +99,30 @@ class Block:
     text: str
 
 
+def check_layout(path: Path, text: str) -> None:
+    """Raise TranslationError unless the file is a run of well-formed headers, each with its block below it."""
+    if not text.strip():
+        raise TranslationError(f"{path.name} is empty: delete it, then start it with `{skeleton_command(path.name)}`")
+    for line in HEADER_LIKE.finditer(text):
+        if not HEADER.match(line[0]):
+            raise TranslationError(f"{path.name} line {line_number(text, line.start())}: {line[0][:60]!r} is not a "
+                                   f"block header; write it as `<!-- cell N · en HASH -->` (HASH: 8 hex digits)")
+    first = HEADER.search(text)
+    if first is None:
+        raise TranslationError(f"{path.name}: no `<!-- cell N · en HASH -->` headers; "
+                               f"`{skeleton_command(path.name)}` shows the layout")
+    if text[:first.start()].strip():
+        raise TranslationError(f"{path.name}: text before the first `<!-- cell N · en HASH -->` header; "
+                               "move it into a block or delete it")
+
+
 def read_blocks(path: Path) -> list[Block]:
-    """The blocks of one translation file, in file order."""
-    text = path.read_text(encoding="utf-8")
+    """The blocks of one translation file, in file order; raises TranslationError for a file that is not one."""
+    text = read_text(path)
+    check_layout(path, text)
     heads = list(HEADER.finditer(text))
-    if not heads:
-        raise ValueError(f"{path.name}: no `<!-- cell N · en HASH -->` headers")
     ends = [h.start() for h in heads[1:]] + [len(text)]
-    return [Block(int(h[1]), h[2], text[h.end():end].strip("\n").strip())
+    return [Block(int(h[1]), h[2].lower(), text[h.end():end].strip("\n").strip())
             for h, end in zip(heads, ends, strict=True)]
 
 
@@ -78,20 +131,21 @@ def cell_problems(src: Path, lang: str) -> list[tuple[int | None, str]]:
     its English source; empty when in sync."""
     path = translation_path(src, lang)
     if not path.is_file():
-        hint = f"python scripts/translations.py skeleton {src.stem[:2]}"
-        return [(None, f"{path.name} is missing: start it with `{hint}`")]
-    english, blocks = english_cells(src), read_blocks(path)
+        return [(None, f"{path.name} is missing: start it with `{skeleton_command(src.name)}`")]
+    try:
+        english, blocks = english_cells(src), read_blocks(path)
+    except TranslationError as e:
+        return [(None, str(e))]
     found = []
     for k, cell in enumerate(english, start=1):
         block = blocks[k - 1] if k <= len(blocks) else None
         if block is None:
-            found.append((k, f"{path.name}: English cell {k} has no translation ({cell.splitlines()[0][:60]!r})"))
+            found.append((k, f"{path.name}: English cell {k} has no translation ({first_line(cell)!r})"))
         elif block.number != k:
             found.append((k, f"{path.name}: block {k} is headed `cell {block.number}`"))
         elif block.english_hash != text_hash(cell):
             found.append((k, f"{path.name}: cell {k} changed in English after it was translated "
-                             f"({cell.splitlines()[0][:60]!r}); revise the block, then set its hash to "
-                             f"{text_hash(cell)}"))
+                             f"({first_line(cell)!r}); revise the block, then set its hash to {text_hash(cell)}"))
         elif not CJK.search(block.text):
             found.append((k, f"{path.name}: cell {k} is not translated yet"))
     if len(blocks) > len(english):
@@ -104,24 +158,28 @@ def problems(src: Path, lang: str) -> list[str]:
     return [message for _, message in cell_problems(src, lang)]
 
 
+def page_problem(page: Path, lang: str) -> str | None:
+    """Why the translation of one book page does not match its English, or None when it does."""
+    other, name = BOOK / lang / page.name, f"book/{lang}/{page.name}"
+    if not other.is_file():
+        return f"{name} is missing"
+    try:
+        head = PAGE_HEADER.match(read_text(other, name))
+        english_hash = text_hash(read_text(page, f"book/{page.name}"))
+    except TranslationError as e:
+        return str(e)
+    if not head or head[1] != page.name:
+        return f"{name}: the first line must be `<!-- en: {page.name} HASH -->`"
+    if head[2].lower() != english_hash:
+        return (f"{name}: book/{page.name} changed after it was translated; revise the page, then set its hash to "
+                f"{english_hash}")
+    return None
+
+
 def book_problems(lang: str) -> list[str]:
     """The book pages with no translation, or whose English changed after they were translated."""
-    found = []
-    for page in sorted(BOOK.glob("*.md")):
-        if page.name == "README.md":
-            continue
-        other = BOOK / lang / page.name
-        if not other.is_file():
-            found.append(f"book/{lang}/{page.name} is missing")
-            continue
-        head = PAGE_HEADER.match(other.read_text(encoding="utf-8"))
-        english_hash = text_hash(page.read_text(encoding="utf-8"))
-        if not head or head[1] != page.name:
-            found.append(f"book/{lang}/{page.name}: the first line must be `<!-- en: {page.name} HASH -->`")
-        elif head[2] != english_hash:
-            found.append(f"book/{lang}/{page.name}: book/{page.name} changed after it was translated; revise the "
-                         f"page, then set its hash to {english_hash}")
-    return found
+    found = [page_problem(page, lang) for page in sorted(BOOK.glob("*.md")) if page.name != "README.md"]
+    return [message for message in found if message]
 
 
 def translated_cells(src: Path, lang: str) -> list[str]:
@@ -138,35 +196,69 @@ def skeleton(src: Path, lang: str) -> str:
                    for k, c in enumerate(english_cells(src), start=1))
 
 
+def chapters(prefixes: list[str]) -> list[Path]:
+    """The chapter sources whose names start with one of the prefixes (all of them for none); raises
+    TranslationError for a prefix that names no chapter, rather than report nothing as "in sync"."""
+    sources = sorted(SOURCES.glob("*.py"))
+    known = ", ".join(s.name.split("-")[0] for s in sources) or "none"
+    for prefix in prefixes:
+        if not any(s.name.startswith(prefix) for s in sources):
+            raise TranslationError(f"no chapter in notebooks/src starts with {prefix!r}; give one of {known} "
+                                   "(or none, for every chapter)")
+    if not sources:
+        raise TranslationError(f"no chapter sources in {SOURCES}; run this from a teachllm checkout")
+    return [s for s in sources if not prefixes or s.name.startswith(tuple(prefixes))]
+
+
+def write_skeletons(sources: list[Path], lang: str) -> int:
+    """Start a translation file for each chapter; refuses (before writing any) when one exists."""
+    for src in sources:
+        if translation_path(src, lang).exists():
+            raise TranslationError(f"{translation_path(src, lang).name} exists; edit it instead")
+    for src in sources:
+        translation_path(src, lang).write_text(skeleton(src, lang), encoding="utf-8")
+        print(f"wrote {translation_path(src, lang).name}")
+    return 0
+
+
+def show_status(sources: list[Path], lang: str, pages: list[str]) -> int:
+    """Print what is out of date, with the English text now beside each cell; 1 when anything is."""
+    found = list(pages)
+    for src in sources:
+        chapter = cell_problems(src, lang)
+        english = english_cells(src) if any(k is not None for k, _ in chapter) else []  # readable: k names a cell
+        for k, message in chapter:
+            found.append(message)
+            print(message)
+            if k is not None:
+                print("    English now:\n" + "\n".join("    | " + t for t in english[k - 1].splitlines()))
+    if pages:
+        print("\n".join(pages))
+    return 1 if found else 0
+
+
+def check(sources: list[Path], lang: str, pages: list[str]) -> int:
+    """Print every problem, or one line saying all is in sync; 1 when anything is out of date."""
+    found = [p for src in sources for p in problems(src, lang)] + pages
+    print("\n".join(found) or f"{len(sources)} chapters and the book's pages: every {lang} translation is in sync")
+    return 1 if found else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["check", "status", "skeleton"])
     parser.add_argument("prefixes", nargs="*", help="chapters whose names start with these (default: all)")
     parser.add_argument("--lang", default="zh", choices=LANGUAGES)
     args = parser.parse_args()
-    sources = [s for s in sorted(SOURCES.glob("*.py")) if not args.prefixes or s.name.startswith(tuple(args.prefixes))]
-    if args.command == "skeleton":
-        for src in sources:
-            path = translation_path(src, args.lang)
-            if path.exists():
-                sys.exit(f"{path.name} exists; edit it instead")
-            path.write_text(skeleton(src, args.lang), encoding="utf-8")
-            print(f"wrote {path.name}")
-        return
-    pages = [] if args.prefixes else book_problems(args.lang)
-    found = [p for src in sources for p in problems(src, args.lang)] + pages
-    if args.command == "status":
-        for src in sources:
-            english = english_cells(src)
-            for k, message in cell_problems(src, args.lang):
-                print(message)
-                if k is not None:
-                    print("    English now:\n" + "\n".join("    | " + t for t in english[k - 1].splitlines()))
-        print("\n".join(pages))
-    else:
-        done = f"{len(sources)} chapters and the book's pages: every {args.lang} translation is in sync"
-        print("\n".join(found) or done)
-    sys.exit(1 if found else 0)
+    try:
+        sources = chapters(args.prefixes)
+        if args.command == "skeleton":
+            sys.exit(write_skeletons(sources, args.lang))
+        pages = [] if args.prefixes else book_problems(args.lang)
+        sys.exit((show_status if args.command == "status" else check)(sources, args.lang, pages))
+    except TranslationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The Chinese edition is in sync with the English one: every Markdown cell and book page is translated from
 the English text as it is now (scripts/translations.py), and the check notices when the English moves on."""
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -75,3 +76,130 @@ def test_the_chinese_book_calls_each_chapter_by_its_title():
     for page in sorted((translations.BOOK / "zh").glob("*.md")):
         for m in re.finditer(r"^#+ (第 (\d+) 章 · .+)$", page.read_text(encoding="utf-8"), re.M):
             assert m[1] == titles[int(m[2])], f"book/zh/{page.name}: {m[1]!r} is chapter {m[2]}: {titles[int(m[2])]!r}"
+
+
+# Hostile input (issue 24): a broken file gets one line naming the file, what is wrong and the fix; never a traceback.
+
+
+def test_an_empty_translation_file_is_reported_with_the_fix(chapter):
+    zh = translations.translation_path(chapter, "zh")
+    for text in ("", "\n  \n"):
+        zh.write_text(text, encoding="utf-8")
+        found = translations.problems(chapter, "zh")
+        assert len(found) == 1 and f"{zh.name} is empty" in found[0] and "skeleton 06" in found[0], found
+
+
+def test_a_translation_file_that_is_not_utf8_is_reported_not_decoded(chapter):
+    zh = translations.translation_path(chapter, "zh")
+    zh.write_bytes(zh.read_text(encoding="utf-8").encode("gb18030"))
+    found = translations.problems(chapter, "zh")
+    assert len(found) == 1 and f"{zh.name} is not UTF-8 text" in found[0] and "save it as UTF-8" in found[0], found
+
+
+def test_an_english_source_that_is_not_utf8_is_reported(chapter):
+    chapter.write_bytes(chapter.read_text(encoding="utf-8").encode("utf-16"))
+    found = translations.problems(chapter, "zh")
+    assert len(found) == 1 and f"{chapter.name} is not UTF-8 text" in found[0], found
+
+
+def test_a_byte_order_mark_is_accepted(chapter):
+    zh = translations.translation_path(chapter, "zh")
+    before = translations.translated_cells(chapter, "zh")
+    zh.write_bytes(b"\xef\xbb\xbf" + zh.read_bytes())
+    assert translations.problems(chapter, "zh") == []
+    assert translations.translated_cells(chapter, "zh") == before
+
+
+def test_windows_line_endings_are_accepted(chapter):
+    zh = translations.translation_path(chapter, "zh")
+    before = translations.translated_cells(chapter, "zh")
+    zh.write_bytes(zh.read_bytes().replace(b"\n", b"\r\n"))
+    assert translations.translated_cells(chapter, "zh") == before
+
+
+def test_an_upper_case_hash_is_the_same_hash(chapter):
+    zh = translations.translation_path(chapter, "zh")
+    line = re.search(r"<!-- cell 3 · en ([0-9a-f]{8}) -->", zh.read_text(encoding="utf-8"))
+    assert line[1] != line[1].upper(), "pick a cell whose hash has a letter in it"
+    zh.write_text(zh.read_text(encoding="utf-8").replace(line[0], line[0].replace(line[1], line[1].upper())),
+                  encoding="utf-8")
+    assert translations.problems(chapter, "zh") == []
+    zh.write_text(zh.read_text(encoding="utf-8").replace(line[1].upper(), "ABCDEF12"), encoding="utf-8")
+    found = translations.problems(chapter, "zh")
+    assert len(found) == 1 and "cell 3 changed in English" in found[0], found
+
+
+def test_a_line_that_looks_like_a_header_but_is_not_one_is_reported(chapter):
+    zh = translations.translation_path(chapter, "zh")
+    text = zh.read_text(encoding="utf-8")
+    header = re.search(r"<!-- cell 3 · en ([0-9a-f]{8}) -->", text)
+    zh.write_text(text.replace(header[0], header[0].replace(header[1], header[1][:7])), encoding="utf-8")
+    line = text[:header.start()].count("\n") + 1
+    found = translations.problems(chapter, "zh")
+    assert len(found) == 1 and f"{zh.name} line {line}" in found[0] and "not a block header" in found[0], found
+
+
+def test_text_before_the_first_header_is_reported(chapter):
+    zh = translations.translation_path(chapter, "zh")
+    zh.write_text("第六章的译文\n\n" + zh.read_text(encoding="utf-8"), encoding="utf-8")
+    found = translations.problems(chapter, "zh")
+    assert len(found) == 1 and "before the first" in found[0], found
+
+
+def test_an_empty_english_cell_does_not_crash_the_check(chapter):
+    chapter.write_text(chapter.read_text(encoding="utf-8") + "\n# %% [markdown]\n\n# %%\nx = 1\n", encoding="utf-8")
+    found = translations.problems(chapter, "zh")
+    assert len(found) == 1 and "has no translation" in found[0], found
+
+
+def test_book_pages_accept_a_byte_order_mark_and_an_upper_case_hash(tmp_path, monkeypatch):
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "preface.md").write_text("# Preface\n", encoding="utf-8")
+    english_hash = translations.text_hash("# Preface\n")
+    page = f"\ufeff<!-- en: preface.md {english_hash.upper()} -->\n# 前言\n"
+    (tmp_path / "zh" / "preface.md").write_text(page, encoding="utf-8")
+    monkeypatch.setattr(translations, "BOOK", tmp_path)
+    assert translations.book_problems("zh") == []
+
+
+def test_a_book_page_that_is_not_utf8_is_reported(tmp_path, monkeypatch):
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "preface.md").write_text("# Preface\n", encoding="utf-8")
+    page = f"<!-- en: preface.md {translations.text_hash('# Preface')} -->\n# 前言\n"
+    (tmp_path / "zh" / "preface.md").write_bytes(page.encode("gb18030"))
+    monkeypatch.setattr(translations, "BOOK", tmp_path)
+    found = translations.book_problems("zh")
+    assert len(found) == 1 and "book/zh/preface.md is not UTF-8 text" in found[0], found
+
+
+def run_cli(monkeypatch, capsys, *args):
+    """(exit status, stdout, stderr) of `python scripts/translations.py ARGS`, run in this process."""
+    monkeypatch.setattr(sys, "argv", ["translations.py", *args])
+    with pytest.raises(SystemExit) as exit_:
+        translations.main()
+    out, err = capsys.readouterr()
+    return exit_.value.code, out, err
+
+
+@pytest.mark.parametrize("command", ["check", "status", "skeleton"])
+def test_a_prefix_that_matches_no_chapter_is_an_error(command, monkeypatch, capsys):
+    status, out, err = run_cli(monkeypatch, capsys, command, "06", "99")
+    assert status == 1 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and "'99'" in err and "06" in err and "13" in err, err
+
+
+@pytest.mark.parametrize("command", ["check", "status"])
+def test_the_cli_reports_a_file_that_is_not_utf8_in_one_line(command, chapter, monkeypatch, capsys):
+    zh = translations.translation_path(chapter, "zh")
+    zh.write_bytes(zh.read_text(encoding="utf-8").encode("gb18030"))
+    monkeypatch.setattr(translations, "SOURCES", chapter.parent)
+    status, out, err = run_cli(monkeypatch, capsys, command, "06")
+    assert status == 1 and err == "" and out.strip().count("\n") == 0 and "is not UTF-8 text" in out, (out, err)
+
+
+def test_the_cli_refuses_to_overwrite_a_translation_with_a_skeleton(chapter, monkeypatch, capsys):
+    zh = translations.translation_path(chapter, "zh")
+    before = zh.read_bytes()
+    monkeypatch.setattr(translations, "SOURCES", chapter.parent)
+    status, out, err = run_cli(monkeypatch, capsys, "skeleton", "06")
+    assert status == 1 and err == f"error: {zh.name} exists; edit it instead\n" and zh.read_bytes() == before
