@@ -33,6 +33,8 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from teachllm.viz.offline import env_flag
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import translations  # noqa: E402  (scripts/ is not a package)
 
@@ -98,7 +100,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TEACHLLM_STATIC_FIGURES", "1")
     browsers = ("chromium", "chromium-browser", "google-chrome", "chrome")
-    if os.environ["TEACHLLM_STATIC_FIGURES"] == "1" and not args.metadata_only and not (
+    if env_flag("TEACHLLM_STATIC_FIGURES") and not args.metadata_only and not (
             os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in browsers)):
         sys.exit("build_notebooks: kaleido draws the PNG beside each figure in a Chromium, and none was found "
                  "(apt-get install chromium, or set BROWSER_PATH). TEACHLLM_STATIC_FIGURES=0 builds without "

@@ -96,6 +96,40 @@ def test_tr_fills_in_the_fields_in_either_language():
         untranslated.discard("an English sentence with no entry")
 
 
+def test_tr_takes_the_english_text_as_a_str():
+    for wrong in (None, 3, b"layer {i}"):
+        with pytest.raises(TypeError, match=f"tr takes the English text as a str, got {type(wrong).__name__}"):
+            viz.tr(wrong)
+
+
+def test_tr_refuses_a_missing_field_and_one_the_template_does_not_use():
+    """Every field the template names must be given, and no other, in either language: "layer {i}" must never
+    reach a figure unfilled, and a misspelt field must not vanish unnoticed."""
+    for lang in ("en", "zh"):
+        viz.set_language(lang)
+        try:
+            with pytest.raises(TypeError, match=r"the template 'layer \{i\}' needs the field\(s\) i \(given: none\)"):
+                viz.tr("layer {i}")
+            with pytest.raises(TypeError, match=r"'layer \{i\}' needs the field\(s\) i \(given: layer\)"):
+                viz.tr("layer {i}", layer=3)
+            with pytest.raises(TypeError, match=r"'request \{rid\}, iteration \{i\}: ' needs the field\(s\) rid "):
+                viz.tr("request {rid}, iteration {i}: ", i=2)
+            with pytest.raises(TypeError, match=r"the template 'layer \{i\}' has no field\(s\) head, kv"):
+                viz.tr("layer {i}", i=3, kv=0, head=1)
+            with pytest.raises(TypeError, match=r"the template 'ms' has no field\(s\) value"):
+                viz.tr("ms", value=3)
+        finally:
+            viz.set_language("en")
+
+
+def test_tr_braces():
+    """A literal brace is written twice, with fields or without; a lone one is refused, not drawn."""
+    assert viz.tr("a set {{x}} of {n}", n=2) == "a set {x} of 2" and viz.tr("{{}}") == "{}"
+    assert viz.tr("repetition {value:g}", value=1.5) == "repetition 1.5"  # a format spec is not part of the name
+    with pytest.raises(ValueError, match=r"tr: 'a \{ b' is not a template.*a literal brace is written twice"):
+        viz.tr("a { b")
+
+
 # ---- (c) languages ----------------------------------------------------------------------------------
 def test_only_english_and_chinese():
     with pytest.raises(ValueError, match="'en', 'zh'.*'fr'"):
@@ -108,9 +142,9 @@ def test_the_environment_can_choose_the_language():
     code = "from teachllm import viz; print(viz.language(), viz.tr('layer {i}', i=2))"
     run = lambda lang: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
                                       env={**os.environ, "TEACHLLM_LANGUAGE": lang})
-    assert run("zh").stdout.strip() == "zh 第 2 层"
-    bad = run("fr")
-    assert bad.returncode != 0 and "language must be one of 'en', 'zh', got 'fr'" in bad.stderr
+    assert run("zh").stdout.strip() == "zh 第 2 层" and run("").stdout.strip() == "en layer 2"
+    bad = run("fr")  # the message names the variable: the import that fails may be far from where it was set
+    assert bad.returncode != 0 and "TEACHLLM_LANGUAGE must be one of 'en', 'zh', got 'fr'" in bad.stderr
 
 
 # ---- (b) every figure and widget, in Chinese --------------------------------------------------------
@@ -240,26 +274,37 @@ def test_figures_are_drawn_by_jupyterlab(monkeypatch, plotly_settings):
 
 def test_static_figures_add_a_png_made_offline(monkeypatch, plotly_settings):
     kaleido = pytest.importorskip("kaleido")
-    started = []
-    monkeypatch.setattr(kaleido, "start_sync_server", lambda **kw: started.append(kw))
+    calls = []
+    monkeypatch.setattr(kaleido, "start_sync_server", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(kaleido, "calc_fig_sync", lambda fig: calls.append(fig))
+    monkeypatch.setenv("BROWSER_PATH", sys.executable)  # a program where the browser would be; none is started
     monkeypatch.setenv("TEACHLLM_STATIC_FIGURES", "1")
     assert viz.show_figures_offline() == "plotly_mimetype+png" == pio.renderers.default
-    assert started == [{"mathjax": False, "silence_warnings": True}]  # MathJax would come from a CDN
+    assert calls == [{"mathjax": False, "silence_warnings": True},  # MathJax would come from a CDN
+                     {"data": [], "layout": {}}]  # a first, empty figure, drawn at once: the browser answers
     assert (pio.defaults.default_width, pio.defaults.default_scale) == (800, 1)
+
+
+def static_figures_on(monkeypatch):
+    """TEACHLLM_STATIC_FIGURES=1 and show_figures_offline(), as the notebooks do: skipped without kaleido or a
+    Chromium, except under CI=true, where this must run (.ci/run installs chromium and fonts-noto-cjk)."""
+    monkeypatch.setenv("TEACHLLM_STATIC_FIGURES", "1")
+    try:
+        import kaleido  # noqa: F401
+        viz.show_figures_offline()
+    except (ImportError, RuntimeError) as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{e}; CI=true, so this test must run (.ci/run installs chromium and fonts-noto-cjk)")
+        pytest.skip(f"{e} (pip install -e '.[notebook]'; apt-get install chromium fonts-noto-cjk)")
 
 
 def test_a_chinese_figure_becomes_a_small_png_on_this_machine(monkeypatch, plotly_settings, chinese):
     """A real PNG through the renderer the notebooks use (chromium on this machine, no network): 800 pixels
     wide, the figure's own height, well under 80 KB."""
-    pytest.importorskip("kaleido")
-    monkeypatch.setenv("TEACHLLM_STATIC_FIGURES", "1")
-    viz.show_figures_offline()
+    static_figures_on(monkeypatch)
     device = Device("test", peak_flops=1e12, bandwidth=1e11, dtype="float32", source="spec sheet")
     fig = figures.roofline_figure(device, [PhasePoint("decode", 1, 512, 3e8, 3e8, 0.005)])
-    try:
-        bundle = pio.renderers["png"].to_mimebundle(fig.to_dict())
-    except RuntimeError as e:  # kaleido found no chromium
-        pytest.skip(str(e))
+    bundle = pio.renderers["png"].to_mimebundle(fig.to_dict())
     png = base64.b64decode(bundle["image/png"])
     width, height = struct.unpack(">II", png[16:24])  # the PNG header's IHDR chunk
     assert (width, height) == (800, fig.layout.height) and len(png) < 80_000
@@ -270,9 +315,7 @@ def test_chinese_in_a_png_is_drawn_with_a_cjk_font(monkeypatch, plotly_settings,
     that makes it: fonts-noto-cjk, which .ci/run installs. Two titles that differ only in their Chinese
     characters must give different pictures, and neither may look like a row of missing-glyph boxes (drawn
     here with private-use characters, which no font has): without a CJK font all three are the same boxes."""
-    pytest.importorskip("kaleido")
-    monkeypatch.setenv("TEACHLLM_STATIC_FIGURES", "1")
-    viz.show_figures_offline()
+    static_figures_on(monkeypatch)
 
     def png(title: str) -> bytes:
         layout = figures.figure_layout(title=title, width=260, height=70, margin={"t": 45, "b": 0, "l": 0, "r": 0},
@@ -280,12 +323,7 @@ def test_chinese_in_a_png_is_drawn_with_a_cjk_font(monkeypatch, plotly_settings,
         figure = go.Figure(layout=layout).to_dict()  # resolves the template's name into its settings
         return base64.b64decode(pio.renderers["png"].to_mimebundle(figure)["image/png"])
 
-    try:
-        prefill, decode, boxes = png("预填充阶段"), png("解码的阶段"), png("\ue000\ue001\ue002\ue003\ue004")
-    except RuntimeError as e:  # kaleido found no chromium
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(str(e))
+    prefill, decode, boxes = png("预填充阶段"), png("解码的阶段"), png("\ue000\ue001\ue002\ue003\ue004")
     assert prefill != decode, "two different Chinese titles drew the same picture: no CJK font (fonts-noto-cjk)?"
     assert boxes not in (prefill, decode), "Chinese characters were drawn as missing-glyph boxes"
 

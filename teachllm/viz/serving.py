@@ -85,9 +85,9 @@ def request_cells(run, upto: int | None = None) -> list[Cell]:
 def describe_iteration(record) -> str:
     """One iteration in a few lines of plain text."""
     ids = lambda xs: ", ".join(map(str, xs)) if xs else tr("none")  # noqa: E731
-    calls = (tr("iteration {i}: {tokens} tokens computed in {calls} forward call") if record.forward_calls == 1
-             else tr("iteration {i}: {tokens} tokens computed in {calls} forward calls"))
-    lines = [calls.format(i=record.index, tokens=record.num_tokens, calls=record.forward_calls)]
+    lines = [tr("iteration {i}: {tokens} tokens computed in {calls} forward call" if record.forward_calls == 1
+                else "iteration {i}: {tokens} tokens computed in {calls} forward calls",
+                i=record.index, tokens=record.num_tokens, calls=record.forward_calls)]
     if record.decode_ids:
         lines.append(tr("  decode ({n} tokens, one each): requests {ids}", n=len(record.decode_ids),
                         ids=ids(record.decode_ids)))
