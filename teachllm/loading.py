@@ -34,7 +34,6 @@ from .convert import (
     ModelNotFoundError,
     bundled_gguf,
     converted_folder,
-    inside,
     read_manifest,
     reconvert,
     verify,
@@ -48,6 +47,19 @@ BUNDLED_HINT = ("tl.load() with no argument loads the bundled SmolLM2-135M-Instr
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 ENV_DEVICE, ENV_DTYPE = "TEACHLLM_DEVICE", "TEACHLLM_DTYPE"  # defaults for load(device=..., dtype=...)
 WEIGHTS = ("float", "gguf")
+
+
+def inside(folder: Path, name: str, root: Path | None = None) -> Path:
+    """folder/name, if `name` is a relative path that stays inside `root` (default: `folder`) once its links are
+    followed; else ValueError. Every file name read from an index or a config goes through this. (realpath only
+    reads links; Path.resolve would also stat the target, outside or not.)"""
+    root = Path(os.path.realpath(root or folder))
+    if not isinstance(name, str) or not name or "\0" in name or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ValueError(f"{name!r} is not a file name inside {folder}")
+    target = Path(os.path.realpath(folder / name))
+    if not target.is_relative_to(root):
+        raise ValueError(f"{name!r} in {folder} leads outside it (to {target})")
+    return folder / name
 
 
 # ---- device and dtype ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import torch
 
 import teachllm as tl
 from teachllm import convert
+from teachllm.manifest import write_manifest
 from teachllm.serving import ServingConfig, ServingEngine
 
 PROBE = [1, 504, 3458, 314, 4649, 28, 30]  # a few ids to compare logits with the shared, untouched cache
@@ -102,15 +103,20 @@ def test_stale_temporary_folders_are_removed(tmp_path):
     out = tmp_path / convert.BUNDLED_FOLDER
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f"{out.name}.tmp-{dead.pid}-abc"  # its process is gone
-    legacy = tmp_path / f"{out.name}.x1y2z3"  # an older teachllm's name, no process id, two hours old
-    aside = tmp_path / f"{out.name}.damaged-{os.getpid()}-1"
+    stale = tmp_path / f"{out.name}.tmp-{dead.pid}-abc"  # a conversion cut short: its process is gone
     live = tmp_path / f"{out.name}.tmp-{os.getpid()}-def"  # a conversion still running (this process)
-    for p in (stale, legacy, aside, live):
-        p.mkdir()
+    aside = tmp_path / f"{out.name}.damaged-{os.getpid()}-1"  # set aside, its listed files not yet deleted
+    mixed = tmp_path / f"{out.name}.damaged-{os.getpid()}-2"  # ... holding a file of the user's too
+    legacy = tmp_path / f"{out.name}.backup"  # no manifest, no process id: not teachllm's, whatever its age
+    for folder in (stale, live, aside, mixed, legacy):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"weights")
+    for folder in (aside, mixed):
+        write_manifest(folder)
+    (mixed / "notes.txt").write_text("mine")  # written after the manifest: not listed
     os.utime(legacy, (time.time() - 7200, time.time() - 7200))
-    assert sorted(convert.remove_stale_temporaries(out)) == sorted([stale, legacy, aside])
-    assert live.is_dir()
+    assert sorted(convert.remove_stale_temporaries(out)) == sorted([stale, aside])
+    assert live.is_dir() and legacy.is_dir() and [p.name for p in mixed.iterdir()] == ["notes.txt"]
 
 
 # ---- damaged converted weights ---------------------------------------------------------------------
