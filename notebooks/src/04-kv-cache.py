@@ -275,6 +275,7 @@ for name, c, dtype in (("SmolLM2-135M, fp32", cfg, "float32"), ("Llama-2-7B, fp1
     print(f"{name:<22}{c.n_layers:>4}{c.n_kv_heads:>6}{c.head_dim:>5}  {one / 2**20:>6.3f} MiB{ctx / 2**30:>10.2f} GiB"
           f"{tl.cost.weight_bytes(c, dtype) / 1e9:>8.1f} GB")
 assert tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16") == 2**19  # 0.5 MiB per token
+assert 32 * tl.cost.kv_cache_bytes(llama2_7b, 4096, dtype="float16") == 64 * 2**30  # a batch of 32: 64 GiB
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Half a MiB per token: one 4,096-token conversation with Llama-2-7B holds 2 GiB of cache, and a batch of
@@ -369,8 +370,8 @@ print(f"without a cache {t_redo * 1e3:.0f} ms, with it {t_step * 1e3:.0f} ms: {t
       f"for {redo.flops / step.flops:.1f}× the FLOPs")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The time ratio lands far closer to the bytes ratio than to the FLOP ratio (on a laptop CPU it is
-# usually below 2×). At this length a step is **memory-bound**: the processor spends its time waiting
+# The time ratio lands far closer to the bytes ratio than to the FLOP ratio.
+# At this length a step is **memory-bound**: the processor spends its time waiting
 # for the weights to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in
 # that wait almost for free. That is why the cache matters less for a short chat on a CPU than its FLOP
 # count suggests, and more as the sequence grows: the rerun's FLOPs grow with every token until

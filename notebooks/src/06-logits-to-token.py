@@ -157,6 +157,8 @@ fig.add_hline(y=round(math.log2(tok.vocab_size), 4), line_dash="dash", annotatio
 for (low, high), color, task in (((0.1, 0.5), "#9ecae1", viz.tr("QA, summaries")), ((0.7, 1.3), "#fdae6b", viz.tr("creative"))):
     fig.add_vrect(x0=low, x1=high, fillcolor=color, opacity=0.25, line_width=0)  # the lecture's ranges
     fig.add_annotation(x=round(math.log10(low), 4), y=17.5, text=task, showarrow=False, xanchor="left")  # log axis
+print("at T = 0.5:", ", ".join(f"{name} {viz.data.entropy_bits(sampling.apply_temperature(logits, 0.5)):.3f} bits"
+                               for name, logits in (("sure", sure), ("open", open_))))
 fig
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

@@ -153,6 +153,7 @@ for j, c in sorted(counts.items()):
     print(f"{tok.token_text(j)!r:<8}{c:>3}{float(logits[j]):>8.2f}{float(by_hand[j]):>8.2f}")
 torch.testing.assert_close(by_hand, apply_presence_frequency_penalty(logits, output_so_far, presence, frequency))
 print("top 5 after:", show_top(by_hand))
+print("loss:", "  ".join(f"{tok.token_text(j)!r} {float(logits[j] - by_hand[j]):.2f}" for j in sorted(counts)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token:

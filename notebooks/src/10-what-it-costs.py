@@ -467,7 +467,7 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # below 20%" for decode in its text. Section 10.9 measures the same shares on this machine.
 #
 # There is one more thing the roofline ignores. A batch-1 decode step of the small model on an H100 would need
-# about 0.1 ms of memory traffic, but it launches hundreds of kernels, each costing a few microseconds. Tiny
+# about 0.09 ms of memory traffic, but it launches hundreds of kernels, each costing a few microseconds. Tiny
 # models on big GPUs are limited by launch overhead, not by the roof.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -730,7 +730,7 @@ for name, b in step_bytes.items():
 # cost more than they gain:
 
 # %% tags=["nbval-ignore-output"]
-from teachllm.bench import greedy_speeds, quality, teachllm_greedy  # noqa: E402
+from teachllm.bench import QUALITY_PROMPTS, greedy_speeds, quality, teachllm_greedy  # noqa: E402
 
 lm16 = tl.load(dtype="bfloat16")
 models = {"float32": lm, "bfloat16": lm16, "4-bit (this file)": qlm}
@@ -783,6 +783,7 @@ four = losses["4-bit (this file)"]
 assert four["max_abs_logit_diff"] < 1.5 and four["mean_kl"] < 3e-3  # the bounds of tests/test_quant.py
 for lang in ("english", "chinese"):
     assert abs(four[f"ppl_{lang}"] / four[f"ppl_{lang}_float32"] - 1) < 0.02  # perplexity within 2%
+assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL are taken over
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The 4-bit integers are exactly the file's (every `dequantize()` equals the float32 weight), so the whole

@@ -59,6 +59,8 @@ print(f"{'batch':>5} {'GFLOP':>7} {'MB moved':>9} {'FLOP/byte':>10} {'MB of weig
 for b in (1, 2, 4, 8, 16, 32):
     c = tl.cost.decode_cost(lm.config, context_len=33, batch_size=b)
     print(f"{b:>5} {c.flops / 1e9:>7.3f} {c.bytes / 1e6:>9.1f} {c.intensity:>10.2f} {c.weight_bytes / b / 1e6:>24.1f}")
+flops_per_weight = tl.cost.decode_cost(lm.config, context_len=33).flops / lm.config.n_params
+print(f"batch 1: {flops_per_weight:.2f} FLOPs per weight")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The work grows 32-fold from batch 1 to batch 32, the memory traffic barely moves, so the arithmetic
@@ -98,7 +100,8 @@ for r in rows:
 # more threads every step is faster, but small matrices gain little from them.)
 
 # %% tags=["nbval-ignore-output"]
-head = lm.model.lm_head.weight  # [V, h] = [49152, 576], as nn.Linear stores it
+head = lm.model.lm_head.weight  # [V, h], as nn.Linear stores it
+assert tuple(head.shape) == (49152, 576)
 for n_rows in (1, 2, 8):
     x = torch.randn(n_rows, lm.config.hidden_size, device=lm.device)  # [n_rows, h]
     seconds = min(tl.timing.timed(lambda x=x: torch.nn.functional.linear(x, head), lm.device, reps=1)
@@ -265,8 +268,8 @@ for name, a, b in rows:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # On a CPU an iteration's time grows with the tokens in it, so the wall-clock gains are smaller than the
 # iteration counts suggest; on a GPU, where a decode iteration costs about the same for 1 or 4 rows, they are
-# close to the iteration ratio. `python -m teachllm.serving.bench` runs a larger workload (20 requests, 8 at
-# once).
+# close to the iteration ratio. `python -m teachllm.serving.bench` runs a larger workload, with more requests
+# and more of them at once.
 #
 # ## 11.4 Chunked prefill: a long prompt among decoders
 #

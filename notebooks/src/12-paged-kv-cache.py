@@ -83,6 +83,7 @@ llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size
                            n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
 for name, slots in (("contiguous", usage.contiguous_slots), ("paged", usage.slots_allocated)):
     print(f"Llama-2-7B, {name:<10}: {tl.cost.kv_cache_bytes(llama2_7b, slots, dtype='float16') / 2**30:.2f} GiB")
+print(f"Llama-2-7B, one token: {tl.cost.kv_cache_bytes(llama2_7b, 1, dtype='float16') / 2**20:.2f} MiB")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Reservations also cut the free memory into pieces (the seed's "memory fragmentation"). Put the three
@@ -286,8 +287,8 @@ for block_size, report in reports.items():
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The second prompt reads its first 16 tokens' K and V from the first prompt's blocks; with small blocks the
 # third prompt (the first 12 tokens of the first) finds most of its tokens too, but never the last one, whose
-# logits it needs. The differences left (up to the maximum printed above, of the order of 1e-5, on logits
-# as large as the largest |logit| printed) come from computing in batches of
+# logits it needs. The differences left (up to the maximum printed above, under the 1e-4 the comparison
+# asserts, on logits as large as the largest |logit| printed) come from computing in batches of
 # another shape, which the contiguous cache shows too when it batches; a prompt that computes all its tokens
 # alone in its forward call gets bit-identical logits (`batched=False`).
 #
