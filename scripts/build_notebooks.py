@@ -33,7 +33,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from teachllm.viz.offline import env_flag
+from teachllm.inputs import env_flag
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import translations  # noqa: E402  (scripts/ is not a package)

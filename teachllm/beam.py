@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
+from . import inputs
 from .outputs import GenerationOutput, Metrics
-from .sampling import SamplingParams, apply_penalties
+from .sampling import SamplingParams, apply_penalties, settle
 from .timing import clock
 
 
@@ -38,19 +39,18 @@ class BeamStep:
     done: bool  # the search stops after this step
 
 
-def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
-    """Run beam search, yielding a `BeamStep` after every token."""
-    params = lm._check_params(params)
-    prompts, single = lm._prompts(prompt_ids)
+def beam_search_steps(lm, prompt, params: SamplingParams | None = None):
+    """Beam search for one prompt as a user gives it (text or token ids), one `BeamStep` at a time: the input
+    is checked here, once, then `beam_steps` runs."""
+    prompts, params, single = inputs.request(prompt, params, lm)
     if not single:
         raise ValueError("beam search takes one prompt (a list of token ids or a string), not a batch")
-    prompt_ids = prompts[0]
-    if not prompt_ids:
-        raise ValueError("empty prompt: beam search needs at least one token")
+    return beam_steps(lm, prompts[0], params)
+
+
+def beam_steps(lm, prompt_ids: list[int], params: SamplingParams):
+    """Run beam search for one prompt (a checked list of ids), yielding a `BeamStep` after every token."""
     k, alpha, max_new = params.num_beams, params.length_penalty, params.max_tokens  # alpha: length penalty
-    if len(prompt_ids) + max_new > lm.config.max_position_embeddings:
-        raise ValueError(f"a prompt of {len(prompt_ids)} tokens plus max_tokens={max_new} exceeds the model's "
-                         f"context window of {lm.config.max_position_embeddings} tokens")
     stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else set(lm.config.eos_token_ids))
     n_candidates = max(2, 1 + len(stop_ids)) * k  # enough that k of them always go on
     vocab = lm.config.vocab_size
@@ -64,7 +64,7 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
     finished: list[Hypothesis] = []
     improvable = True
     for step in range(max_new):
-        logp = torch.log_softmax(logits.float(), dim=-1)  # [k, V]
+        logp = torch.log_softmax(settle(logits.float()), dim=-1)  # [k, V]; +inf is a certain token
         logp = apply_penalties(logp, params, [list(prompt_ids)] * k, beams, stop_ids)  # on log-probs, as HF does
         total = (logp + beam_scores[:, None]).view(-1)  # [k·V]: every continuation of every beam
         scores, flat = torch.topk(total, n_candidates)  # best candidates, best first
@@ -99,9 +99,9 @@ def beam_search_steps(lm, prompt_ids: list[int], params: SamplingParams):
 
 
 def beam_search(lm, prompt_ids: list[int], params: SamplingParams) -> GenerationOutput:
-    """The best sequence beam search finds, as a `GenerationOutput`."""
+    """The best sequence beam search finds for one prompt (a checked list of ids), as a `GenerationOutput`."""
     step_s = []
-    for step in beam_search_steps(lm, prompt_ids, params):
+    for step in beam_steps(lm, prompt_ids, params):
         step_s.append(step.seconds)
     best = step.finished[0]
     ids = best.token_ids

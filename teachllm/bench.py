@@ -43,6 +43,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 from . import quant, texts
 from .config import ModelConfig
 from .cost import decode_cost
+from .generate import greedy
 from .lm import LanguageModel, load
 from .loading import checkpoint_folder, resolve_device, resolve_dtype
 from .model import Transformer, rope_inv_freq
@@ -109,14 +110,8 @@ def checkpoint_models(name: str | None, device: torch.device, dtype: torch.dtype
 
 # ---- 1. greedy generation, teachllm against transformers -----------------------------------------
 def teachllm_greedy(lm: LanguageModel, ids: list[int], n_new: int) -> list[int]:
-    """The engine's greedy loop: prefill, then one decode_step per token, argmax each time."""
-    cache = lm.new_cache(max_len=len(ids) + n_new)
-    token = lm.prefill(ids, cache).argmax(-1)  # [1]
-    tokens = [token]
-    for _ in range(n_new - 1):
-        token = lm.decode_step(token, cache).argmax(-1)  # [1]
-        tokens.append(token)
-    return torch.cat(tokens).tolist()
+    """The engine's greedy loop (teachllm.generate.greedy): prefill, then one decode_step per token."""
+    return greedy(lm, ids, n_new)[0]
 
 
 @torch.no_grad()

@@ -16,7 +16,6 @@ attention mask hides the slots before it.
 
 from __future__ import annotations
 
-import numbers
 from typing import Protocol
 
 import torch
@@ -62,20 +61,9 @@ def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int |
     return allowed[:, None]  # [B, 1, S, T]
 
 
-def _positive_int(name: str, value) -> int:
-    """A count given by a caller, as a Python int: numpy integers are fine, booleans and fractions are not."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
-        return int(value)
-    raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
 class KVCache:
     def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1,
                  dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
-        max_len, batch_size = _positive_int("max_len", max_len), _positive_int("batch_size", batch_size)
-        if max_len > config.max_position_embeddings:
-            raise ValueError(f"max_len={max_len} exceeds the model's context window of "
-                             f"{config.max_position_embeddings} tokens")
         self.config = config
         self.max_len = max_len
         self.batch_size = batch_size

@@ -10,11 +10,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
-import os
 import re
 import sys
 
 import torch
+
+from .beam import beam_search_steps
+from .generate import generation_steps
+from .inputs import env_flag
+from .lm import load
+from .sampling import SamplingParams
 
 
 def _mib(n_bytes: int) -> str:
@@ -23,8 +28,6 @@ def _mib(n_bytes: int) -> str:
 
 def _sampling_fields() -> list[tuple[dataclasses.Field, str]]:
     """SamplingParams' fields with the comment written beside each in sampling.py (the flags' help)."""
-    from .sampling import SamplingParams
-
     comments = dict(re.findall(r"^    (\w+): [^=]+=.*?#\s*(.+)$", inspect.getsource(SamplingParams), flags=re.M))
     return [(f, comments.get(f.name, "")) for f in dataclasses.fields(SamplingParams)]
 
@@ -55,8 +58,6 @@ def _add_sampling_flags(group, command: str) -> None:
 
 
 def _params(args: argparse.Namespace):
-    from .sampling import SamplingParams
-
     values = {f.name: getattr(args, f.name) for f, _ in _sampling_fields()}
     if values["temperature"] is None:
         values["temperature"] = 1.0 if values["num_beams"] > 1 else COMMAND_DEFAULTS[args.command]["temperature"]
@@ -66,20 +67,23 @@ def _params(args: argparse.Namespace):
 
 
 def _load(args: argparse.Namespace):
-    import teachllm as tl
-
     prompt = args.prompt
     try:
         prompt.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("the prompt is not valid UTF-8 text; check the terminal's encoding") from None
-    lm = tl.load(args.model, device=args.device, dtype=args.dtype, weights=args.weights)
+    lm = load(args.model, device=args.device, dtype=args.dtype, weights=args.weights)
     if args.chat:
         prompt = lm.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
     ids = lm.tokenizer.encode(prompt)
     if not ids:
         raise ValueError("the prompt is empty; give some text to continue")
     return lm, ids
+
+
+def _logprobs(tok, entry: dict[int, float]) -> str:
+    """One step's log-probabilities, most likely first: "'Paris' -0.21  ' the' -2.30"."""
+    return "  ".join(f"{tok.token_text(i)!r} {lp:.2f}" for i, lp in sorted(entry.items(), key=lambda e: -e[1]))
 
 
 def _describe(params) -> str:
@@ -97,8 +101,6 @@ def _describe(params) -> str:
 
 def step(args: argparse.Namespace) -> None:
     """Tokenize → prefill → decode, printing what each stage did."""
-    from .generate import generation_steps
-
     params = _params(args)
     lm, ids = _load(args)
     tok = lm.tokenizer
@@ -126,6 +128,8 @@ def step(args: argparse.Namespace) -> None:
                   f"({s.cache.bytes_per_token / 1024:.1f} KiB per token)")
         print(f"   {s.index + 1:>4}  {s.phase:<7} {tok.token_text(token)!r:<14} {float(probs[token]):>6.3f} "
               f"{s.cache.length:>6} {_mib(s.cache.bytes_used):>10} {s.seconds * 1e3:>6.1f}ms  {candidates}")
+        if params.logprobs is not None:
+            print(f"         log-probabilities (before the rules): {_logprobs(tok, s.sequences[0].logprobs[-1])}")
     seq = s.sequences[0]
     reason = {"length": f"max_tokens={params.max_tokens} reached",
               "stop": f"stop ({seq.stop_reason!r})" if seq.stop_reason is not None else "stop (end-of-sequence)"}
@@ -139,8 +143,6 @@ def step(args: argparse.Namespace) -> None:
 
 
 def _beam_steps(lm, ids, params) -> None:
-    from .beam import beam_search_steps
-
     tok = lm.tokenizer
     print(f"\n2. Prefill, then 3. decode ({_describe(params)}); scores are summed log-probabilities")
     for s in beam_search_steps(lm, ids, params):
@@ -160,13 +162,16 @@ def generate(args: argparse.Namespace) -> None:
         out = lm.generate(ids, params)
         print(out.text)
     else:
-        from .generate import generation_steps
-
         for s in generation_steps(lm, [ids], params):
             seq = s.sequences[0]
             print(seq.detok.release(final=seq.finished), end="", flush=True)
         print()
         out = seq.result()
+    if params.logprobs is not None:
+        print("\nlog-probabilities at each step (before the rules), the chosen token first:", file=sys.stderr)
+        for token, entry in zip(out.token_ids, out.logprobs, strict=True):
+            print(f"  {lm.tokenizer.token_text(token)!r} {entry[token]:.3f} · {_logprobs(lm.tokenizer, entry)}",
+                  file=sys.stderr)
     m = out.metrics
     print(f"\n[{out.finish_reason}] {m.n_prompt_tokens} prompt + {m.n_output_tokens} output tokens · "
           f"TTFT {m.ttft_s * 1e3:.0f} ms · {m.tokens_per_s:.1f} tokens/s · {m.e2e_s:.2f} s", file=sys.stderr)
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit("interrupted")
     except EXPECTED_ERRORS as error:
-        if os.environ.get("TEACHLLM_DEBUG"):
+        if env_flag("TEACHLLM_DEBUG"):  # 1, true, yes or on; 0, false, no, off or nothing: one line
             raise
         lines = str(error).strip().splitlines()
         sys.exit(f"error: {lines[0] if lines else type(error).__name__}")

@@ -152,7 +152,8 @@ class ModelConfig:
         model_type = raw.get("model_type")
         if model_type not in SUPPORTED_MODEL_TYPES:
             raise UnsupportedModelError(model_type, detail=f"architectures: {raw.get('architectures')}")
-        from transformers import AutoConfig  # fills in each family's defaults (Qwen3's head_dim=128, ...)
+        # here, not at the top: transformers is slow to import. AutoConfig fills in each family's defaults
+        from transformers import AutoConfig
 
         hf = AutoConfig.from_pretrained(folder, trust_remote_code=False)  # a checkpoint's own code never runs
         eos = None

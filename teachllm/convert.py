@@ -100,6 +100,7 @@ def convert_gguf(gguf_path: Path, out: Path, progress: bool = True) -> Path:
     appears in one rename, so an interrupted conversion leaves nothing half-written where loads look;
     its temporary folder is removed by the next conversion.
     """
+    # here, not at the top: transformers takes seconds to import, and only a conversion needs these
     from safetensors.torch import save_file
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer

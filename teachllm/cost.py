@@ -170,6 +170,9 @@ def textbook_flops(config: ModelConfig, seq_len: int, batch_size: int = 1, conte
     """
     _check("textbook_flops", config, seq_len=seq_len, batch_size=batch_size,
            **({} if context_len is None else {"context_len": context_len}))
+    if context_len is not None and context_len < seq_len:
+        raise ValueError(f"textbook_flops: context_len={context_len} is shorter than seq_len={seq_len}; the new "
+                         "tokens are part of the context, so context_len must be at least seq_len")
     b, s, h = batch_size, seq_len, config.hidden_size
     T = seq_len if context_len is None else context_len
     per_op = {"q_proj": 2 * b * s * h * h, "k_proj": 2 * b * s * h * h, "v_proj": 2 * b * s * h * h,

@@ -2,9 +2,9 @@
 
     tokens ─► prefill ─► logits ─► process + sample ─► token ─► stop? ─► decode_step ─► logits ─► ...
 
-`generation_steps` is that loop, written as a generator that yields after every token, so the
-terminal demo, streaming and the notebooks all watch the same code run. `generate` and `stream`
-are thin consumers of it.
+`steps` is that loop, written as a generator that yields after every token, so the terminal demo,
+streaming and the notebooks all watch the same code run (`generation_steps` checks a user's input,
+then runs it). `generate` and `stream` are thin consumers of it; `greedy` is the smallest loop of all.
 
 Stop rules (vLLM's): the end-of-sequence token unless `ignore_eos`; a token in `stop_token_ids`
 (its id is kept, its text left out); a stop string found in the decoded output (also across token
@@ -19,10 +19,12 @@ from dataclasses import dataclass
 
 import torch
 
+from . import inputs
 from .beam import beam_search
 from .cache import KVCache
+from .model import Trace
 from .outputs import GenerationOutput, Metrics
-from .sampling import SamplingParams, process_logits, sample, top_logprobs
+from .sampling import SamplingParams, process_logits, row_seeds, sample, top_logprobs
 from .timing import clock
 from .tokenizer import IncrementalDetokenizer
 
@@ -98,36 +100,34 @@ class Step:
     sequences: list[Sequence]
 
 
-def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
-    """Generate for a batch of prompts (token ids), yielding a `Step` after every token.
+def generation_steps(lm, prompts, params: SamplingParams | None = None):
+    """Generate for prompts as a user gives them (text or token ids, one or a batch), one `Step` at a time:
+    the input is checked here, once (`inputs.request`), then `steps` runs."""
+    prompts, params, _ = inputs.request(prompts, params, lm)
+    return steps(lm, prompts, params)
+
+
+def steps(lm, prompts: list[list[int]], params: SamplingParams):
+    """The loop: generate for a batch of prompts (lists of ids), yielding a `Step` after every token.
 
     All prompts are prefilled together (left-padded) and decoded together; a sequence that has
-    stopped keeps its row until the last one stops (static batching).
+    stopped keeps its row until the last one stops (static batching). With a seed, row i draws from
+    its own generator seeded with seed + i, so it matches the same prompt alone with that seed.
     """
-    params = lm._check_params(params)
-    if isinstance(prompts, (list, tuple)) and prompts:
-        prompts = lm._prompts(prompts)[0]  # one prompt (ids) or several (strings or ids), checked
-    if not prompts or any(len(p) == 0 for p in prompts):
-        raise ValueError("empty prompt: every prompt needs at least one token")
-    longest = max(len(p) for p in prompts)
-    window = lm.config.max_position_embeddings
-    if longest + params.max_tokens > window:
-        raise ValueError(f"a prompt of {longest} tokens plus max_tokens={params.max_tokens} exceeds the model's "
-                         f"context window of {window} tokens; shorten the prompt or lower max_tokens")
     eos = lm.config.eos_token_ids
     tokenizer = lm.tokenizer if lm.has_tokenizer else None
     seqs = [Sequence(p, params, tokenizer, eos) for p in prompts]
-    generator = None
+    generators = None
     if params.seed is not None:
-        generator = torch.Generator(device=lm.device).manual_seed(params.seed)
-    cache = lm.new_cache(max_len=longest + params.max_tokens, batch_size=len(seqs))
+        generators = [torch.Generator(device=lm.device).manual_seed(s) for s in row_seeds(params.seed, len(seqs))]
+    cache = lm.new_cache(max_len=max(len(p) for p in prompts) + params.max_tokens, batch_size=len(seqs))
 
     t0 = clock(lm.device)
     logits = lm.prefill(prompts, cache)  # [B, V]
     index = 0
     while True:
         processed = process_logits(logits, params, [s.prompt_ids for s in seqs], [s.output_ids for s in seqs], eos)
-        tokens = sample(processed, params, generator)  # [B]
+        tokens = sample(processed, params, generators)  # [B]
         logprobs = (top_logprobs(logits, params.logprobs, tokens) if params.logprobs is not None
                     else [None] * len(seqs))  # per sequence: {token id: log-probability}
         seconds = clock(lm.device) - t0
@@ -144,10 +144,10 @@ def generation_steps(lm, prompts: list[list[int]], params: SamplingParams):
 
 
 def generate(lm, prompts: list[list[int]], params: SamplingParams) -> list[GenerationOutput]:
-    """Generate for every prompt; one output per prompt, in order."""
+    """Generate for every prompt (checked lists of ids); one output per prompt, in order."""
     if params.num_beams > 1:
         return [beam_search(lm, p, params) for p in prompts]
-    for step in generation_steps(lm, prompts, params):
+    for step in steps(lm, prompts, params):
         if all(seq.finished for seq in step.sequences):  # the last step: every sequence has stopped
             return [seq.result() for seq in step.sequences]
 
@@ -158,8 +158,38 @@ def stream(lm, prompt: list[int], params: SamplingParams):
         raise ValueError("beam search cannot stream: the best beam is known only at the end")
     if not lm.has_tokenizer:
         raise ValueError("streaming text needs a tokenizer; this model was loaded without one")
-    for step in generation_steps(lm, [prompt], params):
+    for step in steps(lm, [prompt], params):
         seq = step.sequences[0]
         piece = seq.detok.release(final=seq.finished)
         if piece:
             yield piece
+
+
+# ---- the smallest loop: greedy, the reference the tests, the benchmark and the views share ----------------
+@torch.no_grad()
+def greedy_decode(lm, logits: torch.Tensor, cache, n: int, traces: list | None = None):
+    """n tokens from the logits [B, V] of the last step: each the most likely, fed back through decode_step
+    (n − 1 calls). Yields (tokens [B], the logits [B, V] they were chosen from). traces: a list that gets one
+    `Trace` per decode_step call."""
+    for i in range(n):
+        tokens = logits.argmax(dim=-1)  # [B]
+        yield tokens, logits
+        if i + 1 < n:
+            logits = lm.decode_step(tokens, cache, trace=_new_trace(traces))  # [B, V]
+
+
+@torch.no_grad()
+def greedy(lm, ids: list[int], n_new: int, traces: list | None = None) -> tuple[list[int], list[torch.Tensor]]:
+    """Greedy decoding of one prompt, written with prefill and decode_step: the n_new most likely tokens (EOS
+    does not stop it) and the logits [V] each was chosen from. traces: a list that gets one `Trace` per call."""
+    cache = lm.new_cache(max_len=len(ids) + n_new)
+    logits = lm.prefill(ids, cache, trace=_new_trace(traces))  # [1, V]
+    chosen = list(greedy_decode(lm, logits, cache, n_new, traces))
+    return [int(t[0]) for t, _ in chosen], [step_logits[0] for _, step_logits in chosen]
+
+
+def _new_trace(traces: list | None):
+    if traces is None:
+        return None
+    traces.append(Trace())
+    return traces[-1]

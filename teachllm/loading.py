@@ -159,7 +159,7 @@ def _check_config_json(folder: Path) -> None:
 
 
 def download_from_hub(repo_id: str) -> Path:
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import snapshot_download  # here: only a Hub id needs it (and it is slow to import)
 
     try:
         folder = snapshot_download(repo_id, allow_patterns=["*.json", "*.safetensors", "*.jinja", "tokenizer*"])
@@ -218,7 +218,7 @@ def _weight_files(ckpt: Checkpoint) -> list[Path]:
 
 
 def _read_tensors(ckpt: Checkpoint) -> dict[str, torch.Tensor]:
-    from safetensors import SafetensorError
+    from safetensors import SafetensorError  # here: `import teachllm` stays light until weights are read
     from safetensors.torch import load_file
 
     fix = (f"delete {ckpt.folder} and load again to convert it afresh" if ckpt.gguf is not None

@@ -15,8 +15,8 @@ chapters) is three calls, written down as the `AttentionCache` protocol in cache
 `positions_and_mask(n_new, window)` before the layers run, `write(layer, k_new, v_new)` in each
 layer, and `advance(n_new)` after the last one.
 
-One walk through the layers, `Transformer.stages`, serves `forward`, `LanguageModel.step_through`
-and CacheBlend.
+`forward` is the whole pass in one plain loop. `LanguageModel.step_through` walks the same layers one
+stage at a time, and CacheBlend runs some layers on fewer tokens; both call the layers themselves.
 
 Parameter names follow the Hugging Face checkpoints (`layers.0.self_attn.q_proj.weight`, ...),
 so a checkpoint's tensors load one to one.
@@ -54,7 +54,7 @@ class LayerTrace:
 
 @dataclass
 class Stage:
-    """One stop of the forward pass (`Transformer.stages`): what a named stage produced."""
+    """One stop of the forward pass (`LanguageModel.step_through`): what a named stage produced."""
     name: str  # "embedding", "layer 0" … "layer L-1", "final norm", "logits"
     output: torch.Tensor  # [B, S, h] hidden states, or [B, S, V] logits for the last stage
     index: int | None = None  # layer index for the layer stages
@@ -244,39 +244,22 @@ class Transformer(nn.Module):
         rope = rope_cos_sin(self.inv_freq, positions, self.embed_tokens.weight.dtype)
         return positions, rope, mask
 
-    def stages(self, ids: torch.Tensor, cache: AttentionCache | None = None, trace: Trace | None = None,
-               last_only: bool = False, hidden: torch.Tensor | None = None, first_layer: int = 0):
-        """The forward pass as a walk through named stages, yielding a `Stage` after each:
-        "embedding", "layer 0" … "layer L-1", "final norm", "logits" ([B, S, V], or [B, 1, V] with last_only).
-
-        `forward` runs the walk to its end, `LanguageModel.step_through` shows every stop, and CacheBlend
-        stops after a layer and goes on from there with fewer tokens: with `hidden` [B, S, h], the walk
-        starts at layer `first_layer` from that hidden state instead of embedding `ids`.
-        """
-        B, S = hidden.shape[:2] if hidden is not None else ids.shape
-        positions, rope, mask = self.prepare(S, B, cache)
-        if hidden is None:
-            hidden = self.embed_tokens(ids)  # [B, S, h]
-            if trace is not None:
-                trace.positions, trace.mask, trace.embeddings = positions, mask, hidden
-            yield Stage("embedding", hidden)
-        for i in range(first_layer, len(self.layers)):
-            hidden = self.layers[i](hidden, rope, mask, cache, trace)  # [B, S, h]
-            yield Stage(f"layer {i}", hidden, i)
-        hidden = self.norm(hidden)  # [B, S, h]
-        if last_only:
-            hidden = hidden[:, -1:]  # [B, 1, h]: an engine only needs the next token after the last one
-        yield Stage("final norm", hidden)
-        logits = self.lm_head(hidden)  # [B, S, V]
-        if cache is not None:
-            cache.advance(S)
-        if trace is not None:
-            trace.final_hidden, trace.logits = hidden, logits
-        yield Stage("logits", logits)
-
     def forward(self, ids: torch.Tensor, cache: AttentionCache | None = None, trace: Trace | None = None,
                 last_only: bool = False) -> torch.Tensor:
         """Logits for the new tokens `ids` [B, S]: [B, S, V], or [B, 1, V] with last_only."""
-        for stage in self.stages(ids, cache, trace, last_only):
-            if stage.name == "logits":
-                return stage.output
+        B, S = ids.shape
+        positions, rope, mask = self.prepare(S, B, cache)
+        x = self.embed_tokens(ids)  # [B, S, h]
+        if trace is not None:
+            trace.positions, trace.mask, trace.embeddings = positions, mask, x
+        for layer in self.layers:
+            x = layer(x, rope, mask, cache, trace)  # [B, S, h]
+        x = self.norm(x)  # [B, S, h]
+        if last_only:
+            x = x[:, -1:]  # [B, 1, h]: an engine only needs the next token after the last one
+        logits = self.lm_head(x)  # [B, S, V]
+        if cache is not None:
+            cache.advance(S)  # every layer has written the K and V of the S new tokens
+        if trace is not None:
+            trace.final_hidden, trace.logits = x, logits
+        return logits

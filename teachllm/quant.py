@@ -196,7 +196,7 @@ def read_gguf_blocks(path) -> dict[str, tuple[str, torch.Tensor, int]]:
     Layer matrices map to `layers.{i}.{…}`; token_embd to `lm_head` (tied) and `output` to `lm_head`
     when the file has its own head. Only Q4_1 and Q8_0 are read; any other format raises.
     """
-    from gguf import GGUFReader
+    from gguf import GGUFReader  # here: only weights="gguf" reads the file's blocks
 
     reader = GGUFReader(str(path))
     arch = reader.fields["general.architecture"].contents()

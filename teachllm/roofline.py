@@ -16,6 +16,8 @@ which synchronises CUDA before reading the clock.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass
 
 import torch
@@ -23,6 +25,7 @@ import torch.nn.functional as F
 
 from .config import ModelConfig
 from .cost import decode_cost, prefill_cost
+from .generate import greedy_decode
 from .timing import clock, synchronize, timed  # noqa: F401  (re-exported: tl.roofline.timed, .clock)
 
 
@@ -54,7 +57,13 @@ class Device:
 
 
 def attainable(peak_flops: float, bandwidth: float, intensity: float) -> float:
-    """The roofline: min(peak FLOP/s, bandwidth × intensity)."""
+    """The roofline: min(peak FLOP/s, bandwidth × intensity). The roof's two numbers are rates, > 0; an
+    intensity (FLOPs per byte) is ≥ 0."""
+    for name, value, low in (("peak_flops", peak_flops, "> 0"), ("bandwidth", bandwidth, "> 0"),
+                             ("intensity", intensity, "≥ 0")):
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or value < 0 or (value == 0 and low == "> 0"):
+            raise ValueError(f"attainable: {name}={value!r} is not allowed; must be a finite number {low}")
     return min(peak_flops, bandwidth * intensity)
 
 
@@ -100,6 +109,9 @@ def measure_device(device: str | torch.device = "cpu", dtype: torch.dtype | None
     the median of `reps` runs. About 1–3 s on a laptop CPU.
     """
     device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"measure_device: device={str(device)!r} asks for a CUDA GPU, but this machine has none; "
+                         "measure 'cpu', or take a spec sheet's numbers from KNOWN_DEVICES")
     gpu = device.type == "cuda"
     dtype = dtype or (torch.bfloat16 if gpu else torch.float32)
     n = 8192 if gpu else 1536
@@ -224,13 +236,12 @@ def decode_throughput(lm, ids: list[int], batch_sizes=(1, 2, 4, 8, 16), steps: i
     rows = []
     for b in batch_sizes:
         cache = lm.new_cache(max_len=len(ids) + steps, batch_size=b)
-        first = lm.prefill([list(ids)] * b, cache).argmax(-1)  # [B]
+        first = lm.prefill([list(ids)] * b, cache)  # [B, V]
 
         def decode(cache=cache, first=first):
             cache.truncate(len(ids))  # rewind to just after the prompt
-            token = first
-            for _ in range(steps):
-                token = lm.decode_step(token, cache).argmax(-1)  # [B]
+            for _ in greedy_decode(lm, first, cache, steps + 1):  # steps decode_step calls
+                pass
 
         step = timed(decode, lm.device, reps=reps, budget_s=budget_s) / steps
         rows.append({"batch_size": b, "seconds_per_step": step, "tokens_per_s": b / step})

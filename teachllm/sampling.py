@@ -18,17 +18,21 @@ presence/frequency penalties beside the repetition penalty):
 
 Note that vLLM applies min-p *before* top-k/top-p, transformers after: the same parameters can
 give different distributions. teachllm follows transformers.
+
+Logits that are not finite numbers follow one policy, in every rule and in greedy decoding alike
+(`settle`): NaN is an error naming the row; +inf means "this token is certain"; -inf is a token ruled out.
+Each rule checks what it is called with in one line (`inputs.rule`); SamplingParams checks its fields as
+they are set (`inputs.field`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
+
+from . import inputs
 
 GREEDY_BELOW = 1e-5  # a temperature below this means greedy decoding (vLLM's rule); 0 is not a real temperature
 
@@ -49,44 +53,35 @@ class SamplingParams:
     stop_token_ids: list[int] = field(default_factory=list)  # stop when one of these ids is generated
     ignore_eos: bool = False  # keep going past the end-of-sequence token
     include_stop_str_in_output: bool = False  # keep the stop string at the end of the text
-    seed: int | None = None  # seed for this request's random draws; None = torch's global generator
+    seed: int | None = None  # seed of this request's draws (row i of a batch: seed + i); None = torch's generator
     logprobs: int | None = None  # return the top-N log-probabilities at each step
     num_beams: int = 1  # >1: deterministic beam search with this many beams
     length_penalty: float = 1.0  # beam search: a finished beam scores sum(logprobs) / length ** length_penalty
 
     def __post_init__(self):
-        _check_together(self)  # each field was checked as it was set (below)
+        inputs.fields_together(self)  # each field was checked as it was set (below)
 
     def __setattr__(self, name, value):
         """Every field is checked as it is set, in the constructor and after it: `params.max_tokens = 0`
         raises, and leaves `params` as it was."""
-        if name not in _CHECKS:
+        if name not in inputs.FIELDS:
             return object.__setattr__(self, name, value)
-        old = self.__dict__.get(name, _UNSET)
-        object.__setattr__(self, name, _checked(name, value))
-        if all(field in self.__dict__ for field in _CHECKS):  # constructed: the rules between fields hold too
+        old = self.__dict__.get(name)
+        object.__setattr__(self, name, inputs.field(name, value))
+        if all(f in self.__dict__ for f in inputs.FIELDS):  # constructed: the rules between fields hold too
             try:
-                _check_together(self)
+                inputs.fields_together(self)
             except ValueError:
                 object.__setattr__(self, name, old)
                 raise
 
     def replace(self, **changes) -> SamplingParams:
         """A copy with some fields changed, checked like a new SamplingParams: params.replace(seed=1)."""
-        unknown = sorted(set(changes) - set(_CHECKS))
+        unknown = sorted(set(changes) - set(inputs.FIELDS))
         if unknown:
-            raise ValueError(f"SamplingParams has no field {', '.join(unknown)}; the fields are {', '.join(_CHECKS)}")
+            raise ValueError(f"SamplingParams has no field {', '.join(unknown)}; the fields are "
+                             f"{', '.join(inputs.FIELDS)}")
         return dataclasses.replace(self, **changes)
-
-    def check_for_model(self, vocab_size: int) -> None:
-        """The limits that depend on the model: logprobs and stop_token_ids within its vocabulary."""
-        if self.logprobs is not None and self.logprobs > vocab_size:
-            raise ValueError(f"SamplingParams.logprobs={self.logprobs} is larger than the model's vocabulary of "
-                             f"{vocab_size} tokens; must be None or 0 .. {vocab_size}")
-        for i in self.stop_token_ids:
-            if i >= vocab_size:
-                raise ValueError(f"SamplingParams.stop_token_ids holds {i}, outside the model's vocabulary; "
-                                 f"token ids must be in 0 .. {vocab_size - 1}")
 
     @property
     def greedy(self) -> bool:
@@ -97,173 +92,47 @@ class SamplingParams:
         return self.top_k > 0
 
 
-# ---- checking the fields: each field's rule in one table ----------------------------------------
-def _number(name, value, low, high, allowed, low_open=False, finite=True) -> float:
-    """A real number (int, float or numpy scalar; not a bool) in range, returned as a float."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"SamplingParams.{name}={value!r} must be a number {allowed}")
-    value = float(value)
-    too_low = low is not None and (value <= low if low_open else value < low)
-    too_high = high is not None and value > high
-    if too_low or too_high or math.isnan(value) or (finite and math.isinf(value)):
-        raise ValueError(f"SamplingParams.{name}={value!r} is out of range: must be {allowed}")
-    return value
+# ---- logits that are not finite numbers ------------------------------------------------------------------
+def settle(logits: torch.Tensor) -> torch.Tensor:
+    """The policy for logits that are not finite, shared by every rule and by greedy decoding:
+    - NaN is an error naming the row: a model that computed one is broken, and no probability follows from it;
+    - +inf means "this token is certain": the row becomes 0 at each +inf and -inf elsewhere, so every rule
+      keeps exactly those tokens and softmax shares the probability among them equally;
+    - -inf is a token already ruled out, the way every rule removes one."""
+    nan = logits.isnan()
+    if bool(nan.any()):
+        row, token = nan.reshape(-1, logits.shape[-1]).nonzero()[0].tolist()
+        raise ValueError(f"logits row {row} holds NaN (token {token}, and maybe others): the model's output is "
+                         "broken, and no token can be chosen from it")
+    certain = logits.isposinf()
+    if not bool(certain.any()):
+        return logits
+    settled = torch.zeros_like(logits).masked_fill(~certain, float("-inf"))
+    return torch.where(certain.any(-1, keepdim=True), settled, logits)
 
 
-def _integer(name, value, low, allowed, high=None) -> int:
-    """An integer (int or numpy integer; not a bool) in range, returned as an int."""
-    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)
-            or (low is not None and value < low) or (high is not None and value > high)):
-        raise ValueError(f"SamplingParams.{name}={value!r} is out of range: must be {allowed}")
-    return int(value)
+def _checked(func: str, logits: torch.Tensor, **arguments) -> torch.Tensor:
+    """What every rule does first: check its arguments (`inputs.rule`), then settle non-finite logits."""
+    inputs.rule(func, logits, **arguments)
+    return settle(logits)
 
 
-def _flag(name, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"SamplingParams.{name}={value!r} must be True or False")
-    return bool(value)
-
-
-def _stop_strings(value) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)):
-        raise ValueError(f"SamplingParams.stop={value!r} must be a string or a list of non-empty strings")
-    for s in value:
-        if not isinstance(s, str) or not s:
-            raise ValueError(f"SamplingParams.stop must hold non-empty strings, got {s!r}")
-    return list(value)
-
-
-def _stop_ids(value) -> list[int]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, range)):
-        raise ValueError(f"SamplingParams.stop_token_ids={value!r} must be a list of token ids ≥ 0")
-    return [_integer("stop_token_ids", i, 0, "token ids ≥ 0") for i in value]
-
-
-def _optional(check):
-    return lambda value: None if value is None else check(value)
-
-
-SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed takes
-
-_CHECKS = {  # field → function that returns the checked (normalised) value or raises ValueError
-    "temperature": lambda v: _number("temperature", v, 0, None, "≥ 0 (0 = greedy)"),
-    "top_k": lambda v: _integer("top_k", v, -1, "-1 or 0 (off), or ≥ 1"),
-    "top_p": lambda v: _number("top_p", v, 0, 1, "in (0, 1]", low_open=True),
-    "min_p": lambda v: _number("min_p", v, 0, 1, "in [0, 1]"),
-    "repetition_penalty": lambda v: _number("repetition_penalty", v, 0, None, "> 0 (1 = off)", low_open=True),
-    "presence_penalty": lambda v: _number("presence_penalty", v, -2, 2, "in [-2, 2]"),
-    "frequency_penalty": lambda v: _number("frequency_penalty", v, -2, 2, "in [-2, 2]"),
-    "no_repeat_ngram_size": lambda v: _integer("no_repeat_ngram_size", v, 0, "≥ 0 (0 = off)"),
-    "max_tokens": lambda v: _integer("max_tokens", v, 1, "≥ 1"),
-    "min_tokens": lambda v: _integer("min_tokens", v, 0, "≥ 0"),
-    "stop": _stop_strings,
-    "stop_token_ids": _stop_ids,
-    "ignore_eos": lambda v: _flag("ignore_eos", v),
-    "include_stop_str_in_output": lambda v: _flag("include_stop_str_in_output", v),
-    "seed": _optional(lambda v: _integer("seed", v, SEED_RANGE[0], "None or an integer in -2**63 .. 2**64 - 1",
-                                         high=SEED_RANGE[1])),
-    "logprobs": _optional(lambda v: _integer("logprobs", v, 0, "None or ≥ 0")),
-    "num_beams": lambda v: _integer("num_beams", v, 1, "≥ 1"),
-    "length_penalty": lambda v: _number("length_penalty", v, None, None, "a finite number"),
-}
-
-
-_UNSET = object()
-
-
-def _checked(name, value):
-    return _CHECKS[name](value)
-
-
-def _check_together(p: SamplingParams) -> None:
-    """The rules that tie two fields together."""
-    if p.min_tokens > p.max_tokens:
-        raise ValueError(f"SamplingParams.min_tokens={p.min_tokens} is larger than max_tokens="
-                         f"{p.max_tokens}; min_tokens must be ≤ max_tokens")
-    if p.num_beams > 1:
-        sampling = [name for name, off in (("top_k", p.top_k in (0, -1)), ("top_p", p.top_p == 1.0),
-                                           ("min_p", p.min_p == 0.0), ("stop", not p.stop),
-                                           ("logprobs", p.logprobs is None),
-                                           ("temperature", p.temperature in (0.0, 1.0))) if not off]
-        if sampling:
-            raise ValueError(f"SamplingParams: beam search (num_beams={p.num_beams}) is deterministic and "
-                             f"does not take {', '.join(sampling)}; leave them at their defaults"
-                             + (" (temperature 0 or 1)" if "temperature" in sampling else ""))
-
-
-# ---- helpers: every rule works on [V] and on [B, V] --------------------------------------------
-def _as_rows(logits: torch.Tensor) -> torch.Tensor:
-    return logits if logits.dim() == 2 else logits[None]
-
-
-def _check_logits(func: str, logits) -> None:
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() not in (1, 2):
-        what = (f"a {logits.dtype} tensor of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor)
-                else type(logits).__name__)
-        raise TypeError(f"{func}: logits must be a floating-point tensor of shape [V] or [B, V], got {what}")
-
-
-def _check_params(func: str, params) -> None:
-    if not isinstance(params, SamplingParams):
-        what = "the class SamplingParams itself" if params is SamplingParams else repr(params)[:60]
-        raise TypeError(f"{func}: params must be a SamplingParams instance, e.g. SamplingParams(temperature=0), "
-                        f"got {what}")
-
-
-def _check_arg(func: str, name: str, value, allowed: str, low=None, high=None, low_open=False,
-               integer=False) -> None:
-    """Raise a ValueError naming the function, the argument, its value and what is allowed."""
-    kind = numbers.Integral if integer else numbers.Real
-    ok = isinstance(value, kind) and not isinstance(value, (bool, np.bool_))
-    if ok:
-        v = float(value)
-        ok = math.isfinite(v)
-        ok = ok and (low is None or (v > low if low_open else v >= low)) and (high is None or v <= high)
-    if not ok:
-        raise ValueError(f"{func}: {name}={value!r} is not allowed; must be {allowed}")
-
-
-def _rows_of_ids(ids, batch: int, vocab: int) -> list[list[int]]:
-    """Token histories as one list per row: a flat list (or 1-D tensor) is one row's history."""
-    if isinstance(ids, torch.Tensor):
-        ids = ids.tolist()
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
-        raise ValueError(f"token histories must be a list of ids or one list per row, got {type(ids).__name__}")
-    ids = list(ids)
-    if ids and isinstance(ids[0], (list, tuple)):
-        rows = [list(r) for r in ids]
-    else:
-        rows = [ids]
-    if len(rows) != batch:
-        raise ValueError(f"{len(rows)} token histories given for {batch} rows of logits")
-    for row in rows:
-        if all(type(i) is int for i in row) and (not row or 0 <= min(row) and max(row) < vocab):
-            continue  # the usual case, checked quickly
-        for i in row:
-            if isinstance(i, (bool, np.bool_)) or not isinstance(i, numbers.Integral) or not 0 <= i < vocab:
-                raise ValueError(f"token histories must hold token ids in 0 .. {vocab - 1}, got {i!r}")
-    return rows
+def _rows(logits: torch.Tensor) -> torch.Tensor:
+    return logits if logits.dim() == 2 else logits[None]  # [B, V]
 
 
 # ---- filters (only when sampling) --------------------------------------------------------------
 def apply_temperature(logits: torch.Tensor, t: float) -> torch.Tensor:
     """logits / t.  t < 1 sharpens the distribution, t > 1 flattens it; t must be > 0
     (t = 0 is not a temperature: engines treat it as greedy, see `sample`)."""
-    _check_logits("apply_temperature", logits)
-    if isinstance(t, numbers.Real) and not isinstance(t, (bool, np.bool_)) and t <= 0:
-        raise ValueError(f"temperature must be > 0 here, got {t}; temperature 0 means greedy (use sample())")
-    _check_arg("apply_temperature", "t", t, "a finite number > 0", low=0, low_open=True)
+    logits = _checked("apply_temperature", logits, t=t)
     return logits / t
 
 
 def apply_top_k(logits: torch.Tensor, k: int, min_tokens_to_keep: int = 1) -> torch.Tensor:
     """Keep logit_i if logit_i ≥ the k-th largest logit (ties at the boundary all survive), else -inf.
     k is raised to min_tokens_to_keep; k ≤ 0 disables."""
-    _check_logits("apply_top_k", logits)
-    _check_arg("apply_top_k", "k", k, "an integer (≤ 0 = off)", integer=True)
-    _check_arg("apply_top_k", "min_tokens_to_keep", min_tokens_to_keep, "an integer ≥ 1", low=1, integer=True)
+    logits = _checked("apply_top_k", logits, k=k, min_tokens_to_keep=min_tokens_to_keep)
     if k <= 0:
         return logits
     k = min(max(k, min_tokens_to_keep), logits.shape[-1])
@@ -275,9 +144,7 @@ def apply_top_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
     """Nucleus filtering. Sort ascending, take softmax and the cumulative sum c; remove the tokens with
     c ≤ 1 − p, but always keep the `min_tokens_to_keep` most likely. The token whose probability
     crosses the threshold is kept: with [.4, .3, .15, .10, .05] and p = 0.9, four tokens survive."""
-    _check_logits("apply_top_p", logits)
-    _check_arg("apply_top_p", "p", p, "in (0, 1] (1 = off)", low=0, high=1, low_open=True)
-    _check_arg("apply_top_p", "min_tokens_to_keep", min_tokens_to_keep, "an integer ≥ 1", low=1, integer=True)
+    logits = _checked("apply_top_p", logits, p=p, min_tokens_to_keep=min_tokens_to_keep)
     if p >= 1.0:
         return logits
     sorted_logits, order = torch.sort(logits, dim=-1, descending=False)  # least likely first
@@ -291,9 +158,7 @@ def apply_top_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
 def apply_min_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> torch.Tensor:
     """Remove token i if prob_i < p · max_j prob_j (probabilities of these logits, i.e. after temperature);
     keep at least `min_tokens_to_keep`. p = 0 disables."""
-    _check_logits("apply_min_p", logits)
-    _check_arg("apply_min_p", "p", p, "in [0, 1] (0 = off)", low=0, high=1)
-    _check_arg("apply_min_p", "min_tokens_to_keep", min_tokens_to_keep, "an integer ≥ 1", low=1, integer=True)
+    logits = _checked("apply_min_p", logits, p=p, min_tokens_to_keep=min_tokens_to_keep)
     if p <= 0:
         return logits
     probs = logits.softmax(dim=-1)
@@ -307,12 +172,11 @@ def apply_min_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
 def apply_repetition_penalty(logits: torch.Tensor, seen_ids, r: float) -> torch.Tensor:
     """CTRL's repetition penalty (as transformers): for every distinct token already in the sequence,
     logit / r if the logit is > 0, else logit · r. r > 1 discourages repeats; r = 1 is off."""
-    _check_logits("apply_repetition_penalty", logits)
-    _check_arg("apply_repetition_penalty", "r", r, "a finite number > 0 (1 = off)", low=0, low_open=True)
+    logits = _checked("apply_repetition_penalty", logits, r=r)
     if r == 1.0:
         return logits
-    out = _as_rows(logits).clone()
-    for row, seen in zip(out, _rows_of_ids(seen_ids, out.shape[0], out.shape[-1]), strict=True):
+    out = _rows(logits).clone()
+    for row, seen in zip(out, inputs.histories(seen_ids, out.shape[0], out.shape[-1]), strict=True):
         if seen:
             idx = torch.tensor(sorted(set(seen)), device=row.device)
             picked = row[idx]
@@ -324,13 +188,11 @@ def apply_presence_frequency_penalty(logits: torch.Tensor, output_ids, presence:
                                      frequency: float) -> torch.Tensor:
     """OpenAI's penalties, on the generated tokens only (not the prompt):
     logit_j − c_j · frequency − (c_j > 0) · presence, where c_j counts token j in the output."""
-    _check_logits("apply_presence_frequency_penalty", logits)
-    _check_arg("apply_presence_frequency_penalty", "presence", presence, "a finite number")
-    _check_arg("apply_presence_frequency_penalty", "frequency", frequency, "a finite number")
+    logits = _checked("apply_presence_frequency_penalty", logits, presence=presence, frequency=frequency)
     if presence == 0 and frequency == 0:
         return logits
-    out = _as_rows(logits).clone()
-    for row, ids in zip(out, _rows_of_ids(output_ids, out.shape[0], out.shape[-1]), strict=True):
+    out = _rows(logits).clone()
+    for row, ids in zip(out, inputs.histories(output_ids, out.shape[0], out.shape[-1]), strict=True):
         if ids:
             counts = torch.bincount(torch.tensor(ids, device=row.device), minlength=row.shape[0]).to(row.dtype)
             row -= counts * frequency + (counts > 0).to(row.dtype) * presence
@@ -349,12 +211,11 @@ def banned_ngram_tokens(ids: list[int], n: int) -> set[int]:
 def apply_no_repeat_ngram(logits: torch.Tensor, ids, n: int) -> torch.Tensor:
     """No n-gram of size n may appear twice (prompt included): the tokens that would complete one get -inf.
     Nothing is banned while the sequence is shorter than n; n = 0 is off."""
-    _check_logits("apply_no_repeat_ngram", logits)
-    _check_arg("apply_no_repeat_ngram", "n", n, "an integer ≥ 0 (0 = off)", low=0, integer=True)
+    logits = _checked("apply_no_repeat_ngram", logits, n=n)
     if n <= 0:
         return logits
-    out = _as_rows(logits).clone()
-    for row, history in zip(out, _rows_of_ids(ids, out.shape[0], out.shape[-1]), strict=True):
+    out = _rows(logits).clone()
+    for row, history in zip(out, inputs.histories(ids, out.shape[0], out.shape[-1]), strict=True):
         banned = banned_ngram_tokens(history, n)
         if banned:
             row[torch.tensor(sorted(banned), device=row.device)] = float("-inf")
@@ -376,13 +237,12 @@ def apply_min_tokens(logits: torch.Tensor, n_output: int, min_tokens: int, stop_
 def apply_penalties(logits: torch.Tensor, params: SamplingParams, prompt_ids, output_ids,
                     eos_token_ids=()) -> torch.Tensor:
     """Steps 1–4 of the pipeline: the rules that also apply to greedy decoding and beam search."""
-    _check_logits("apply_penalties", logits)
-    _check_params("apply_penalties", params)
-    rows = _as_rows(logits).float()
-    B = rows.shape[0]
-    V = rows.shape[-1]
-    params.check_for_model(V)
-    prompts, outputs = _rows_of_ids(prompt_ids, B, V), _rows_of_ids(output_ids, B, V)
+    inputs.rule("apply_penalties", logits)
+    inputs.sampling_params("apply_penalties", params)
+    rows = _rows(logits).float()  # [B, V]
+    B, V = rows.shape
+    inputs.for_vocabulary(params, V)
+    prompts, outputs = inputs.histories(prompt_ids, B, V), inputs.histories(output_ids, B, V)
     histories = [p + o for p, o in zip(prompts, outputs, strict=True)]
     rows = apply_repetition_penalty(rows, histories, params.repetition_penalty)
     rows = apply_presence_frequency_penalty(rows, outputs, params.presence_penalty, params.frequency_penalty)
@@ -411,24 +271,43 @@ def process_logits(logits: torch.Tensor, params: SamplingParams, prompt_ids, out
     return out
 
 
-def sample(processed: torch.Tensor, params: SamplingParams, generator: torch.Generator | None = None):
+def choosable(processed: torch.Tensor) -> torch.Tensor:
+    """Settled logits [B, V] that leave each row at least one token; a row the rules emptied is an error."""
+    processed = settle(_rows(processed))
+    empty = ~(processed > float("-inf")).any(dim=-1)  # [B]
+    if bool(empty.any()):
+        raise ValueError(f"logits row {int(empty.nonzero()[0])}: every token is ruled out (all logits are -inf), "
+                         "so none can be chosen; the penalties and filters removed them all")
+    return processed
+
+
+def row_seeds(seed: int, n: int) -> list[int]:
+    """The seeds of a batch's rows: seed, seed + 1, …, kept within what torch takes (2**64 wraps to 0)."""
+    low, high = inputs.SEED_RANGE
+    return [(seed + i - low) % (high - low + 1) + low for i in range(n)]
+
+
+def sample(processed: torch.Tensor, params: SamplingParams, generator=None) -> torch.Tensor:
     """Choose the next token from processed logits [B, V] → ids [B].
-    Greedy (temperature 0): the most likely token. Otherwise one draw from softmax(processed)."""
-    _check_logits("sample", processed)
-    _check_params("sample", params)
+    Greedy (temperature 0): the most likely token. Otherwise one draw from softmax(processed): from one
+    `generator`, or row i from generator[i] when a list is given (a seeded batch, see `row_seeds`)."""
+    inputs.rule("sample", processed)
+    inputs.sampling_params("sample", params)
+    processed = choosable(processed)
     if params.greedy:
         return processed.argmax(dim=-1)
     probs = processed.softmax(dim=-1)  # [B, V]; removed tokens have probability 0
+    if isinstance(generator, (list, tuple)):
+        return torch.cat([torch.multinomial(p[None], 1, generator=g)[:, 0] for p, g in zip(probs, generator,
+                                                                                             strict=True)])
     return torch.multinomial(probs, num_samples=1, generator=generator)[:, 0]
 
 
 def top_logprobs(logits: torch.Tensor, n: int, chosen: torch.Tensor) -> list[dict[int, float]]:
     """Per row: the n most likely tokens' log-probabilities under the model's raw distribution,
     plus the chosen token's (vLLM's default: log-probabilities before any processing)."""
-    _check_logits("top_logprobs", logits)
-    _check_arg("top_logprobs", "n", n, f"an integer in 0 .. {logits.shape[-1]} (the vocabulary)", low=0,
-               high=logits.shape[-1], integer=True)
-    logp = torch.log_softmax(logits.float(), dim=-1)  # [B, V]
+    inputs.rule("top_logprobs", logits, n=n)
+    logp = torch.log_softmax(choosable(logits.float()), dim=-1)  # [B, V]
     out = []
     for row, c in zip(logp, chosen.tolist(), strict=True):
         best = torch.topk(row, n) if n > 0 else None

@@ -6,10 +6,9 @@ place and names them plainly; the byte-pair merges themselves run in the `tokeni
 
 from __future__ import annotations
 
-import numbers
 from pathlib import Path
 
-import torch
+from . import inputs
 
 
 class Tokenizer:
@@ -20,7 +19,7 @@ class Tokenizer:
     def from_pretrained(cls, folder: str | Path) -> Tokenizer:
         """The tokenizer files of a checkpoint folder. Code shipped with a checkpoint never runs: a tokenizer
         that needs its own Python class is refused."""
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # here: transformers takes seconds to import
 
         try:
             return cls(AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False))
@@ -68,15 +67,15 @@ class Tokenizer:
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         """Text of a list of ids."""
-        return self.hf.decode(_as_id_list(ids, self.vocab_size), skip_special_tokens=skip_special_tokens)
+        return self.hf.decode(inputs.token_list(ids, self.vocab_size), skip_special_tokens=skip_special_tokens)
 
     def pieces(self, ids) -> list[str]:
         """The vocabulary entry of each id, as stored (byte-level BPE shows a leading space as 'Ġ')."""
-        return self.hf.convert_ids_to_tokens(_as_id_list(ids, self.vocab_size))
+        return self.hf.convert_ids_to_tokens(inputs.token_list(ids, self.vocab_size))
 
     def token_text(self, token_id: int) -> str:
         """What one token decodes to on its own (a lone piece of a multi-byte character shows as '�')."""
-        ids = _as_id_list(token_id, self.vocab_size)
+        ids = inputs.token_list(token_id, self.vocab_size)
         if len(ids) != 1:
             raise TypeError(f"token_text takes one token id, got {len(ids)}; use decode for a list")
         return self.hf.decode(ids)
@@ -96,28 +95,6 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, bos={self.bos_token_id}, eos={self.eos_token_id})"
-
-
-def _as_id_list(ids, vocab_size: int) -> list[int]:
-    """ids (an int, a list of ints, a 1-D integer tensor or array) as a list, each checked against the vocabulary."""
-    if isinstance(ids, torch.Tensor) and (ids.is_floating_point() or ids.dtype == torch.bool or ids.dim() > 1):
-        raise TypeError(f"token ids must be integers in a list or a 1-D tensor, got a {ids.dtype} tensor of shape "
-                        f"{tuple(ids.shape)}")
-    if hasattr(ids, "tolist"):
-        ids = ids.tolist()
-    if isinstance(ids, numbers.Integral) and not isinstance(ids, bool):
-        ids = [ids]
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, range)):
-        raise TypeError(f"token ids must be an int or a list of ints, got {type(ids).__name__}"
-                        + ("; to turn text into ids use encode" if isinstance(ids, str) else ""))
-    ids = [i.item() if isinstance(i, torch.Tensor) and i.dim() == 0 and not i.is_floating_point() else i
-           for i in ids]  # one-element integer tensors count as ints
-    for i in ids:
-        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-            raise TypeError(f"token ids must be integers, got {i!r} ({type(i).__name__})")
-        if not 0 <= i < vocab_size:
-            raise ValueError(f"token id {i} is outside the vocabulary: ids must be in 0 .. {vocab_size - 1}")
-    return [int(i) for i in ids]
 
 
 class IncrementalDetokenizer:

@@ -63,17 +63,11 @@ def long_prompt(lm):
 
 
 def greedy_with_cache(lm, ids, n_new):
-    """Greedy decoding written with prefill and decode_step, stopping at end-of-sequence."""
-    cache = lm.new_cache(max_len=len(ids) + n_new)
-    logits = lm.prefill(ids, cache)
-    out = []
-    for _ in range(n_new):
-        token = int(logits.argmax(-1))
-        out.append(token)
-        if token in lm.config.eos_token_ids or len(out) == n_new:
-            break
-        logits = lm.decode_step(token, cache)
-    return out
+    """teachllm's greedy loop (prefill, then decode_step after decode_step), stopping at end-of-sequence as
+    transformers' generate does."""
+    tokens, _ = tl.generate.greedy(lm, ids, n_new)
+    end = next((i for i, t in enumerate(tokens) if t in lm.config.eos_token_ids), len(tokens) - 1)
+    return tokens[:end + 1]
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ import teachllm as tl
 from teachllm import cost, sampling
 from teachllm.cli import main as cli
 from teachllm.loading import CacheNotWritableError, DamagedCheckpointError
+from teachllm.model import Transformer
 from teachllm.serving import ServingConfig, ServingEngine
 
 SP = tl.SamplingParams
@@ -446,6 +447,31 @@ CASES = [
     C("CLI", lambda t: cli(["generate", "--num-beams", "3", "--temperature", "0.7"]), SystemExit,
       "num_beams", "3", "temperature", "0 or 1"),
     C("CLI", lambda t: cli(["step", "\udcff"]), SystemExit, "prompt", "UTF-8", "encoding"),
+    # ---- the second hostile pass (issue 24): answered clearly instead of with a raw error --------------------
+    C("generate", lambda t: t.lm.generate([1, "a"]), TypeError, "prompt", "'a'", "string", "token ids"),
+    C("generate", lambda t: t.lm.generate([[1, 2], 3]), TypeError, "prompt", "3", "string", "token ids"),
+    C("prefill", lambda t: t.lm.prefill([2**63], t.cache()), ValueError, "token id", "9223372036854775808", VOCAB),
+    C("forward", lambda t: t.lm.forward([[1, 2**64]]), ValueError, "token id", "18446744073709551616", VOCAB),
+    C("tokenizer", lambda t: t.lm.tokenizer.decode([2**63]), ValueError, "token id", "9223372036854775808", VOCAB),
+    C("prefill", lambda t: t.lm.prefill([1, 2], t.tiny().new_cache(max_len=8)), ValueError,
+      "cache", "another model", "lm.new_cache"),
+    C("cache", lambda t: t.lm.new_cache(max_len=8192, batch_size=100_000), ValueError,
+      "max_len", "8192", "batch_size", "100000", "GiB", "lower max_len or batch_size"),
+    C("tl.load", lambda t: tl.load(t.mismatched()), ValueError, "shapes", "config.json", "embed_tokens.weight"),
+    C("SamplingParams", lambda t: SP(num_beams=2, seed=0), ValueError, "num_beams", "2", "seed=0", "default"),
+    C("tl.sampling", lambda t: sampling.apply_top_k(torch.tensor([[1.0, NAN]]), 1), ValueError, "row 0", "NaN"),
+    C("roofline", lambda t: tl.roofline.attainable(-1e12, 1e11, 10), ValueError, "peak_flops", "-1", "> 0"),
+    C("roofline", lambda t: tl.roofline.attainable(1e12, 1e11, NAN), ValueError, "intensity", "nan", "≥ 0"),
+    C("roofline", lambda t: t.no_cuda() or tl.roofline.measure_device("cuda"), ValueError,
+      "measure_device", "cuda", "no", "cpu", "KNOWN_DEVICES"),
+    C("tl.cost", lambda t: cost.textbook_flops(t.cfg, 10, context_len=5), ValueError,
+      "context_len", "5", "seq_len", "10", "at least"),
+    C("tl.load", lambda t: t.no_cuda() or t.env("TEACHLLM_DEVICE", "cuda") or tl.load(), ValueError,
+      "TEACHLLM_DEVICE", "cuda", "unset TEACHLLM_DEVICE", "cpu"),
+    C("tl.load", lambda t: t.env("TEACHLLM_DTYPE", "bf16") or tl.load(weights="gguf"), ValueError,
+      "weights='gguf'", "TEACHLLM_DTYPE", "bf16", "unset TEACHLLM_DTYPE", "float32"),
+    C("tl.load", lambda t: t.env("TEACHLLM_DEVICE", "cuda") or tl.load(weights="gguf"), ValueError,
+      "weights='gguf'", "TEACHLLM_DEVICE", "cuda", "cpu"),
 ]
 
 
@@ -479,8 +505,28 @@ def t(lm, tmp_path, monkeypatch):
     def engine():
         return ServingEngine(lm, ServingConfig(block_size=4, num_blocks=8, max_num_seqs=2))
 
+    def mismatched():
+        """The bundled model's weights with a config.json that describes a wider model."""
+        path = tmp_path / "mismatched"
+        path.mkdir()
+        source = tl.loading.checkpoint_folder(progress=False)
+        (path / "model.safetensors").symlink_to(source / "model.safetensors")
+        config = json.loads((source / "config.json").read_text())
+        (path / "config.json").write_text(json.dumps({**config, "hidden_size": 1152, "intermediate_size": 3072}))
+        return path
+
+    def no_cuda():
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+    def tiny():
+        """Another model: 2 layers of random weights, the bundled vocabulary."""
+        config = tl.ModelConfig(vocab_size=V, hidden_size=64, intermediate_size=96, n_layers=2, n_heads=4,
+                                n_kv_heads=2, head_dim=16, max_position_embeddings=64)
+        return tl.LanguageModel(Transformer(config).eval(), None, "tiny")
+
     return SimpleNamespace(lm=lm, cfg=lm.config, x=torch.randn(1, 10), cache=cache, filled=filled, folder=folder,
-                           file=file, engine=engine, env=monkeypatch.setenv)
+                           file=file, engine=engine, env=monkeypatch.setenv, mismatched=mismatched, no_cuda=no_cuda,
+                           tiny=tiny)
 
 
 @pytest.mark.parametrize("surface, call, error, facts", CASES,

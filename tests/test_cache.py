@@ -54,7 +54,7 @@ def test_repr_reports_usage(lm):
 def test_a_cache_never_outgrows_the_context_window(lm):
     window = lm.config.max_position_embeddings
     with pytest.raises(ValueError, match=f"context window of {window}"):
-        tl.KVCache(lm.config, max_len=window + 1)
+        lm.new_cache(max_len=window + 1)
     cache = lm.new_cache(max_len=4)
     lm.prefill([1, 2, 3], cache)
     lm.decode_step(4, cache)

@@ -121,3 +121,34 @@ def test_the_command_exits_non_zero_without_a_traceback():
     assert done.returncode != 0
     assert done.stderr.strip().splitlines() == [
         "error: device='tpu' is not a device torch knows; use 'auto' (the default), 'cpu', 'cuda', 'cuda:N' or 'mps'"]
+
+
+def test_logprobs_are_printed(lm, capsys):
+    """The finding: --logprobs was accepted and ignored. `step` prints each step's top log-probabilities
+    (the model's own, before the sampling rules) and `generate` lists them after the text."""
+    prompt = "The capital of France is"
+    main(["step", prompt, "--max-tokens", "2", "--logprobs", "3", *CPU])
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "log-probabilities (before the rules)" in line]
+    assert len(lines) == 2
+    logp = lm.forward(lm.tokenizer.encode(prompt))[0, -1].log_softmax(-1)
+    best = logp.topk(3)
+    expected = "  ".join(f"{lm.tokenizer.token_text(int(i))!r} {float(v):.2f}" for v, i in zip(*best, strict=True))
+    assert lines[0].endswith(expected)
+    main(["generate", prompt, "--max-tokens", "2", "--temperature", "0", "--logprobs", "1", *CPU])
+    err = capsys.readouterr().err
+    assert "log-probabilities at each step" in err and f"{float(best.values[0]):.3f}" in err
+
+
+@pytest.mark.parametrize(("value", "traceback"), [("0", False), ("", False), ("no", False), ("1", True),
+                                                  ("true", True)])
+def test_teachllm_debug_is_an_on_off_switch(monkeypatch, value, traceback):
+    """The finding: TEACHLLM_DEBUG=0 still printed tracebacks (any non-empty value meant on)."""
+    monkeypatch.setenv("TEACHLLM_DEBUG", value)
+    if traceback:
+        with pytest.raises(ValueError, match="top_p"):
+            main(["step", "--top-p", "2"])
+    else:
+        with pytest.raises(SystemExit) as stop:
+            main(["step", "--top-p", "2"])
+        assert str(stop.value.code).startswith("error: ") and "top_p" in str(stop.value.code)

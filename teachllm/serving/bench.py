@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from ..lm import load
 from .cacheblend import quality_table
 from .kv_quant import int8_error
 from .parity import compare_with_contiguous
@@ -158,10 +159,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    import teachllm as tl
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    lm = tl.load(device="cpu", dtype="float32")
+    lm = load(device="cpu", dtype="float32")
     start = time.perf_counter()
     print(f"{lm}\ntorch threads: {torch.get_num_threads()}")
     throughput = decode_throughput(lm, batch_sizes=(1, 2, 4, 8) if args.quick else (1, 2, 4, 8, 16))

@@ -123,10 +123,10 @@ def blend(lm, chunks: list[ChunkKV], ratio: float, select: str = "deviation", fu
 
     ids = torch.tensor([sum((c.token_ids for c in chunks), [])], device=k.device)  # [1, N]
     kv = _BlendKV(k.clone(), v.clone(), rows=torch.arange(N, device=k.device))  # every token, first
-    for stage in m.stages(ids, kv):  # layers 0 … full_layers − 1 recompute all N tokens
-        if stage.index == full_layers - 1:
-            hidden = stage.output  # [1, N, h]
-            break
+    _, rope, mask = m.prepare(N, 1, kv)
+    hidden = m.embed_tokens(ids)  # [1, N, h]
+    for layer in m.layers[:full_layers]:  # layers 0 … full_layers − 1 recompute all N tokens
+        hidden = layer(hidden, rope, mask, kv)  # [1, N, h]
     rows = kv.rows
     if full_layers < L:  # layers full_layers … L − 1 recompute only the chosen tokens
         n_keep = max(1, round(ratio * N))
@@ -136,9 +136,10 @@ def blend(lm, chunks: list[ChunkKV], ratio: float, select: str = "deviation", fu
             g = torch.Generator().manual_seed(seed)
             rows = torch.randperm(N, generator=g)[:n_keep].sort().values.to(k.device)
         kv.rows = rows
-        for stage in m.stages(ids, kv, hidden=hidden[:, rows], first_layer=full_layers):  # [1, r·N, h]
-            if stage.index == L - 1:
-                break
+        _, rope, mask = m.prepare(len(rows), 1, kv)  # the chosen tokens' positions, and what each may read
+        hidden = hidden[:, rows]  # [1, r·N, h]
+        for layer in m.layers[full_layers:]:  # layers full_layers … L − 1 recompute only the chosen tokens
+            hidden = layer(hidden, rope, mask, kv)  # [1, r·N, h]
     computed = full_layers * N + (L - full_layers) * len(rows)
     deviation = kv.deviation[full_layers - 1] if full_layers < L else None
     return BlendResult(kv.k, kv.v, rows.tolist() if full_layers < L else [], computed / (L * N), deviation)

@@ -25,7 +25,9 @@ from __future__ import annotations
 import time
 
 import torch
+from tqdm.auto import tqdm
 
+from .. import inputs
 from ..sampling import SamplingParams, process_logits, sample, top_logprobs
 from ..timing import synchronize
 from .block_manager import BlockManager
@@ -38,6 +40,11 @@ from .scheduler import ScheduledBatch, Scheduler
 
 class ServingEngine:
     def __init__(self, lm, config: ServingConfig | None = None):
+        if not hasattr(lm, "model") or not hasattr(lm, "config"):
+            raise TypeError(f"ServingEngine takes a LanguageModel (tl.load()), got {type(lm).__name__}")
+        if config is not None and not isinstance(config, ServingConfig):
+            hint = "ServingConfig(**your_dict)" if isinstance(config, dict) else "ServingConfig(policy=...)"
+            raise TypeError(f"config must be a ServingConfig or None, got {config!r:.80}: use {hint}")
         self.lm = lm
         self.config = config or ServingConfig()
         cfg = self.config
@@ -48,6 +55,7 @@ class ServingEngine:
         self.timeline: list[IterationRecord] = []  # every iteration ever run
         self._generators: dict[int, torch.Generator] = {}  # per-request random generators (seeded requests)
         self._t0: float | None = None  # the engine's clock starts at the first request
+        self.closed = False  # after shutdown(): no new requests
 
     # ---- requests in -----------------------------------------------------------------------------
     def now(self) -> float:
@@ -59,28 +67,30 @@ class ServingEngine:
     def add_request(self, prompt, params: SamplingParams | None = None) -> int:
         """Queue a prompt (text, a list of token ids or a 1-D tensor of them); returns its request id.
         Everything that can be checked against the model is checked here, before the request runs."""
-        params = self.lm._check_params(params)
-        if params.num_beams > 1:
-            raise ValueError("the serving engine does not do beam search; use lm.generate for num_beams > 1")
+        ids, params = self._checked(prompt, params)
+        return self._add(ids, params)
+
+    def _checked(self, prompt, params) -> tuple[list[int], SamplingParams]:
+        """One request, checked at the edge (teachllm.inputs), and against the pool: nothing is added yet."""
+        if self.closed:
+            raise RuntimeError("this engine was shut down; make a new ServingEngine for more requests")
         if isinstance(prompt, torch.Tensor) and prompt.dim() != 1:
             raise ValueError(f"add_request takes one prompt: a 1-D tensor of token ids, got shape "
                              f"{tuple(prompt.shape)}; add each row as its own request (or pass the rows to run())")
-        prompts, single = self.lm._prompts(prompt)
+        prompts, params, single = inputs.request(prompt, params, self.lm)
         if not single:
             raise ValueError("add_request takes one prompt (a string, a list of token ids or a 1-D tensor), got a "
                              "batch; add each prompt as its own request, or give the list to run()")
-        ids = prompts[0]
-        if not ids:
-            raise ValueError("empty prompt: a request needs at least one token")
-        cfg, window = self.config, self.lm.config.max_position_embeddings
-        total = len(ids) + params.max_tokens
-        if total > window:
-            raise ValueError(f"a prompt of {len(ids)} tokens plus max_tokens={params.max_tokens} exceeds the "
-                             f"model's context window of {window} tokens")
-        if total > cfg.num_slots:
-            raise ValueError(f"a prompt of {len(ids)} tokens plus max_tokens={params.max_tokens} needs {total} "
-                             f"KV slots, but the pool holds {cfg.num_slots} ({cfg.num_blocks} blocks × "
-                             f"{cfg.block_size}); raise ServingConfig.num_blocks")
+        if params.num_beams > 1:
+            raise ValueError("the serving engine does not do beam search; use lm.generate for num_beams > 1")
+        ids, cfg = prompts[0], self.config
+        if len(ids) + params.max_tokens > cfg.num_slots:
+            raise ValueError(f"a prompt of {len(ids)} tokens plus max_tokens={params.max_tokens} needs "
+                             f"{len(ids) + params.max_tokens} KV slots, but the pool holds {cfg.num_slots} "
+                             f"({cfg.num_blocks} blocks × {cfg.block_size}); raise ServingConfig.num_blocks")
+        return ids, params
+
+    def _add(self, ids: list[int], params: SamplingParams) -> int:
         tokenizer = self.lm.tokenizer if self.lm.has_tokenizer else None
         request = Request(len(self.requests), ids, params, tokenizer, self.lm.config.eos_token_ids,
                           arrival_s=self.now(), arrival_iteration=len(self.timeline))
@@ -94,17 +104,34 @@ class ServingEngine:
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished
 
+    def _request(self, request_id, method: str) -> Request:
+        if isinstance(request_id, bool) or not isinstance(request_id, int) or not 0 <= request_id < len(self.requests):
+            raise ValueError(f"{method}: there is no request {request_id!r}; request ids are the ints add_request "
+                             f"returned" + (f", 0 .. {len(self.requests) - 1}" if self.requests else " (none yet)"))
+        return self.requests[request_id]
+
     def abort(self, request_id: int) -> bool:
         """Stop a request now, waiting or running: it finishes with finish_reason "abort" and its blocks are
         freed. Returns False if it had already finished."""
-        if isinstance(request_id, bool) or not isinstance(request_id, int) or not 0 <= request_id < len(self.requests):
-            raise ValueError(f"abort: there is no request {request_id!r}; request ids are the ints add_request "
-                             f"returned, 0 .. {len(self.requests) - 1}")
-        request = self.requests[request_id]
+        request = self._request(request_id, "abort")
         if request.finished:
             return False
         self._fail(request, "abort", "aborted by the caller", len(self.timeline))
         return True
+
+    def shutdown(self) -> None:
+        """Abort every unfinished request (their blocks are freed) and refuse new ones. `with ServingEngine(...)
+        as engine:` calls it on leaving the block, also when an error ends it."""
+        for request in self.requests:
+            if not request.finished:
+                self._fail(request, "abort", "the engine was shut down", len(self.timeline))
+        self.closed = True
+
+    def __enter__(self) -> ServingEngine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
 
     def _fail(self, request: Request, reason: str, error: str, iteration: int) -> None:
         """End one request with an error of its own; the others go on."""
@@ -115,57 +142,47 @@ class ServingEngine:
     # ---- one iteration -------------------------------------------------------------------------
     @torch.no_grad()
     def step(self) -> IterationRecord:
+        """One iteration: schedule, run the model, then sample and apply the stop rules. A request whose own
+        part fails (its forward pass, its sampling) ends with finish_reason "error"; the others go on."""
         if not self.has_unfinished:
             raise RuntimeError("step(): there is nothing to run, no request is waiting or running; "
                                "add one with add_request(prompt, params) first")
-        start = self.now()
+        start, index = self.now(), len(self.timeline)
         batch = self.scheduler.schedule()
         if batch.empty:
             raise RuntimeError("the scheduler found nothing to run: no request fits in the KV pool")
-        work = [(r, 1) for r in batch.decodes] + batch.prefills  # (request, tokens to compute)
         first_positions = {r.request_id: r.num_computed_tokens for r, _ in batch.prefills}
-        errors: dict[int, str] = {}  # request id → why its forward pass failed
-        rows = []  # one [V] row (None: its forward pass failed) per request, in the order of `work`
-        if batch.decodes:
-            rows += self._forward_rows([(r, 1) for r in batch.decodes], errors)
-        if batch.prefills:
-            rows += self._forward_rows(batch.prefills, errors)
+        work = [(r, 1) for r in batch.decodes] + batch.prefills  # (request, tokens to compute)
+        rows = self._run([(r, 1) for r in batch.decodes]) + self._run(batch.prefills)  # [V] per request, or error
         synchronize(self.lm.device)
-
         sampled, finished = [], []
-        index = len(self.timeline)
         for (request, n), row in zip(work, rows, strict=True):
-            if row is None:
-                self._fail(request, "error", errors[request.request_id], index)
-                finished.append(request.request_id)
-                continue
-            request.num_computed_tokens += n
-            self.block_manager.seal(request)
-            if request.num_uncomputed > 0:  # a chunk in the middle of a prompt: nothing to sample yet
-                continue
-            try:
-                token, logprobs = self._sample(request, row)
-            except Exception as error:  # this request's own parameters: it fails, the others go on
-                self._fail(request, "error", _describe(error), index)
-                finished.append(request.request_id)
-                continue
-            request.append_token(token, self.now(), index, logprobs)
-            sampled.append(request.request_id)
+            token = self._isolated(request, index, self._post_process, request, n, row)
+            if token is not None:
+                sampled.append(request.request_id)
             if request.finished:
-                self.scheduler.finish(request)
                 finished.append(request.request_id)
         return self._record(index, start, batch, first_positions, sampled, finished)
 
-    def _forward_rows(self, work: list[tuple[Request, int]], errors: dict[int, str]) -> list[torch.Tensor | None]:
-        """`_forward` for `work`, as one [V] row per request. If the call raises, each request is run alone,
-        so that only the one at fault fails: its row is None and `errors` says why."""
+    def _isolated(self, request: Request, index: int, work, *args):
+        """work(*args), or, if it raises, `request` fails with that error and the result is None."""
+        try:
+            return work(*args)
+        except Exception as error:  # this request's own part: it fails, the others go on
+            self._fail(request, "error", _describe(error), index)
+            return None
+
+    def _run(self, work: list[tuple[Request, int]]) -> list:
+        """The model on `work` in one call: one [V] row per request. If the call raises, each request runs
+        alone, so that only the one at fault gets its error instead of a row."""
+        if not work:
+            return []
         try:
             return list(self._forward(work))
         except Exception as error:
             if len(work) == 1:
-                errors[work[0][0].request_id] = _describe(error)
-                return [None]
-            return [row for item in work for row in self._forward_rows([item], errors)]
+                return [error]
+            return [row for item in work for row in self._run([item])]
 
     def _forward(self, work: list[tuple[Request, int]]) -> torch.Tensor:
         """One model call: request i computes its next n_i tokens. Returns the logits after each
@@ -180,14 +197,24 @@ class ServingEngine:
                                [n for _, n in work])
         return self.lm.model(ids, view, last_only=True)[:, -1]  # [B, V]
 
-    def _sample(self, request: Request, logits: torch.Tensor) -> tuple[int, dict | None]:
-        """Penalties, filters and the draw for one request ([V] logits), with its own parameters."""
+    def _post_process(self, request: Request, n: int, row) -> int | None:
+        """After the model: count the computed tokens; once the prompt is done, sample the next token and
+        apply the stop rules. Returns the token, or None for a chunk in the middle of a prompt."""
+        if isinstance(row, Exception):
+            raise row
+        request.num_computed_tokens += n
+        self.block_manager.seal(request)
+        if request.num_uncomputed > 0:  # a chunk in the middle of a prompt: nothing to sample yet
+            return None
         params = request.params
-        processed = process_logits(logits[None], params, [request.prompt_ids], [request.output_ids],
+        processed = process_logits(row[None], params, [request.prompt_ids], [request.output_ids],
                                    self.lm.config.eos_token_ids)  # [1, V]
         token = sample(processed, params, self._generators.get(request.request_id))  # [1]
-        logprobs = top_logprobs(logits[None], params.logprobs, token)[0] if params.logprobs is not None else None
-        return int(token[0]), logprobs
+        logprobs = top_logprobs(row[None], params.logprobs, token)[0] if params.logprobs is not None else None
+        request.append_token(int(token[0]), self.now(), len(self.timeline), logprobs)
+        if request.finished:
+            self.scheduler.finish(request)
+        return int(token[0])
 
     def _record(self, index: int, start: float, batch: ScheduledBatch, first_positions: dict, sampled: list[int],
                 finished: list[int]) -> IterationRecord:
@@ -211,7 +238,8 @@ class ServingEngine:
             progress: bool = False) -> ServingRun:
         """Add every prompt at once (they all arrive at time 0), run until all have finished, and return
         their outputs in order with the timeline of this run. The engine must be idle; what the prefix
-        cache holds from earlier runs stays (prefix caching across requests)."""
+        cache holds from earlier runs stays (prefix caching across requests). Every prompt is checked
+        before any is added: a refused one leaves the engine as it was."""
         if self.has_unfinished:
             raise ValueError("run() needs an idle engine; step() through the requests already added first")
         if isinstance(prompts, torch.Tensor):
@@ -225,33 +253,28 @@ class ServingEngine:
         if not isinstance(prompts, (list, tuple)) or not prompts:
             raise ValueError(f"run() needs at least one prompt: a string, a list of token ids, or a list of those; "
                              f"got {prompts!r:.60}")
-        if params is not None and not isinstance(params, (list, SamplingParams)):
-            self.lm._check_params(params)  # raises, naming what was given
-        params = params if isinstance(params, list) else [params] * len(prompts)
+        if not isinstance(params, list):
+            params = [params] * len(prompts)
         if len(params) != len(prompts):
             raise ValueError(f"{len(params)} SamplingParams given for {len(prompts)} prompts")
+        checked = [self._checked(p, sp) for p, sp in zip(prompts, params, strict=True)]
         self._t0 = None
-        ids = [self.add_request(p, sp) for p, sp in zip(prompts, params, strict=True)]
-        return self.drain(ids, progress=progress)
+        return self.drain([self._add(ids, sp) for ids, sp in checked], progress=progress)
 
     def drain(self, ids: list[int], progress: bool = False, first_iteration: int | None = None) -> ServingRun:
         """Step until nothing is left; return the requests `ids` and the timeline from `first_iteration`
         (default: the next iteration). For workloads where requests arrive while others run:
         add_request, step, add_request, ..., then drain."""
+        if not isinstance(ids, (list, tuple)) or not ids:
+            raise ValueError(f"drain takes the ids of the requests to return (a non-empty list of what add_request "
+                             f"returned), got {ids!r:.60}")
+        done = [self._request(i, "drain") for i in ids]
         first_iteration = len(self.timeline) if first_iteration is None else first_iteration
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=sum(self.requests[i].params.max_tokens for i in ids), unit="tok",
-                       desc=f"{self.config.policy} batching")
+        bar = tqdm(total=sum(r.params.max_tokens for r in done), unit="tok", desc=f"{self.config.policy} batching",
+                   disable=not progress)
         while self.has_unfinished:
-            record = self.step()
-            if bar is not None:
-                bar.update(len(record.sampled))
-        if bar is not None:
-            bar.close()
-        done = [self.requests[i] for i in ids]
+            bar.update(len(self.step().sampled))
+        bar.close()
         start = min(r.arrival_s for r in done)
         return ServingRun(config=self.config.to_dict(), outputs=[r.result() for r in done],
                           requests=[r.stats() for r in done], timeline=self.timeline[first_iteration:],

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..generate import greedy
 from ..sampling import SamplingParams
 from ..units import ceil_div
 from .block_manager import BlockManager
@@ -39,16 +40,10 @@ class ParityReport:
         return asdict(self)
 
 
-@torch.no_grad()
 def contiguous_logits(lm, prompt: list[int], n_decode: int) -> tuple[list[torch.Tensor], list[int]]:
     """Greedy prefill + n_decode steps with the contiguous cache: logits [V] of each step, and the tokens."""
-    cache = lm.new_cache(max_len=len(prompt) + n_decode)
-    logits = [lm.prefill(prompt, cache)[0]]
-    tokens = []
-    for _ in range(n_decode):
-        tokens.append(int(logits[-1].argmax()))
-        logits.append(lm.decode_step(tokens[-1], cache)[0])
-    return logits, tokens
+    tokens, logits = greedy(lm, prompt, n_decode + 1)  # n_decode + 1 logits; the last token is not fed back
+    return logits, tokens[:n_decode]
 
 
 @torch.no_grad()

@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from ..lm import load
 from . import data, figures, widgets
 
 PROMPT = "The three primary colours are"
@@ -58,8 +59,6 @@ def main(argv=None) -> dict:
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--values", type=int, default=40, help="slider values per setting")
     args = parser.parse_args(argv)
-    from ..lm import load
-
     lm = load(device="cpu", dtype="float32")
     r = run(lm, args.prompt, args.values)
     print(f"distribution explorer redraw, {lm.name} (V = {r['vocab_size']:,}), CPU, {r['threads']} threads, "

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import cost, sampling
+from ..generate import greedy
 from ..model import Trace
 from ..sampling import SamplingParams
 
@@ -164,15 +165,9 @@ def capture_attention(lm, prompt_ids: list[int], n_decode: int = 4, labels_of=No
     """Prefill `prompt_ids` and greedily decode `n_decode` tokens, with a `Trace` on every call.
     Labels are the tokens' text (from the model's tokenizer) unless `labels_of` says otherwise."""
     S, N = len(prompt_ids), len(prompt_ids) + n_decode
-    cache = lm.new_cache(max_len=N)
-    traces = [Trace()]
-    logits = lm.prefill(prompt_ids, cache, trace=traces[0])  # [1, V]
-    ids = list(prompt_ids)
-    for _ in range(n_decode):
-        token = int(logits.argmax(-1))
-        ids.append(token)
-        traces.append(Trace())
-        logits = lm.decode_step(token, cache, trace=traces[-1])  # [1, V]
+    traces: list[Trace] = []  # one per call: the prefill, then n_decode decode steps
+    tokens, _ = greedy(lm, prompt_ids, n_decode + 1, traces=traces)
+    ids = list(prompt_ids) + tokens[:n_decode]
     n_h = lm.config.n_heads
     probs = []
     for layer in range(lm.config.n_layers):

@@ -21,17 +21,9 @@ import threading
 
 import plotly.io as pio
 
+from ..inputs import env_flag
+
 PNG_WIDTH = 800  # pixels; the height is the figure's own (plotly's default, 500, if it sets none)
-ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")  # any case
-
-
-def env_flag(name: str) -> bool:
-    """The on/off environment variable `name`: 1, true, yes, on → True; 0, false, no, off, unset or empty → False."""
-    value = os.environ.get(name, "")
-    if value.strip().lower() not in ON + OFF:
-        raise ValueError(f"{name}={value!r}: use 1, true, yes or on to switch it on, "
-                         "0, false, no, off or nothing to switch it off")
-    return value.strip().lower() in ON
 
 
 def show_figures_offline(timeout: float = 30) -> str:
@@ -40,7 +32,7 @@ def show_figures_offline(timeout: float = 30) -> str:
     must draw a first, empty figure within `timeout` seconds, or this raises RuntimeError."""
     static = env_flag("TEACHLLM_STATIC_FIGURES")
     if static:
-        import kaleido
+        import kaleido  # here: only PNGs need kaleido and its browser
         from choreographer.browsers.chromium import Chromium
 
         why = "draws a PNG of each figure in a Chromium"
