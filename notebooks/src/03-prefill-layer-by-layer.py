@@ -373,20 +373,20 @@ explorer
 print(inspect.getsource(tl.LanguageModel.prefill))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# and the model's `forward` runs `stages` to its end; `stages` is the seed's loop over the layers, pausing
-# after each stage so that `lm.step_through` can show it:
+# and the model's `forward` is the sketch's loop over the layers, written out in full (`lm.step_through`
+# walks the same steps, with a stop after each):
 
 # %%
-print(inspect.getsource(Transformer.stages))
+print(inspect.getsource(Transformer.forward))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# | seed sketch | teachllm | difference |
+# | the course notes' sketch | teachllm | difference |
 # | --- | --- | --- |
 # | `model.embed_tokens(input_ids)` | `self.embed_tokens(ids)` | same |
-# | (positions not shown) | `self.prepare(n_new, batch_size, cache)`: positions, RoPE angles, the causal mask | Llama rotates q and k by position (RoPE) instead of adding a position vector |
-# | `layer.q_proj(hidden_states)` … | `self.layers[i](hidden, rope, mask, cache, trace)` | the layer first applies RMSNorm, then RoPE to q and k, and adds its outputs to the residual stream |
-# | `kv_cache.update(layer_idx, k, v)` | `cache.write(self.index, k, v)` inside the attention | the cache stores K after RoPE (chapter 4) |
-# | `model.lm_head(hidden_states)` then `[:, -1, :]` | `self.norm(hidden)`, `hidden[:, -1:]`, then `self.lm_head(hidden)` | a final RMSNorm; the last row is taken *before* the LM head, which saves the work of 3.5 |
+# | (positions not shown) | `self.prepare(S, B, cache)`: positions, RoPE angles, the causal mask | Llama rotates q and k by position (RoPE) instead of adding a position vector |
+# | `layer.q_proj(hidden_states)` … | `layer(x, rope, mask, cache, trace)` | the layer first applies RMSNorm, then RoPE to q and k, and adds its outputs to the residual stream |
+# | `kv_cache.update(layer_idx, k, v)` | `cache.write(self.index, k, v)` inside the attention, then `cache.advance(S)` after the LM head | the cache stores K after RoPE (chapter 4), and counts the new tokens once every layer has written them |
+# | `model.lm_head(hidden_states)` then `[:, -1, :]` | `self.norm(x)`, `x[:, -1:]`, then `self.lm_head(x)` | a final RMSNorm; the last row is taken *before* the LM head, which saves the work of 3.5 |
 #
 # ## Summary
 # - A forward pass ends in logits `[batch, positions, V]`; a decoding strategy turns the last row into a

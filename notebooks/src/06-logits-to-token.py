@@ -400,6 +400,24 @@ for name, logits in (("sure", sure), ("open", open_)):
     n_vllm = int(vllm_order(logits, params).isfinite().sum())
     print(f"{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Logits that are not numbers.** A broken model can hand out NaN, and a caller may want one token to be
+# certain. Every rule above, and greedy decoding, follows one policy (`sampling.settle`). NaN is an error
+# that names the row: no probability follows from it. +inf means "this token is certain": the row keeps only
+# that token, and several +inf tokens share the probability. −inf is a token already ruled out; a row in
+# which the rules rule out every token is an error, never a guess:
+
+# %%
+certain = torch.tensor([[1.0, 2.0, math.inf, 0.5]])  # token 2 is certain
+print("top-p 0.5 keeps token(s)", sampling.apply_top_p(certain, 0.5).isfinite().nonzero()[:, 1].tolist(),
+      "| greedy picks", int(sampling.sample(certain, tl.SamplingParams(temperature=0))),
+      "| sampling picks", int(sampling.sample(certain, tl.SamplingParams(temperature=1.0))))
+for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.inf)):
+    try:
+        sampling.sample(broken, tl.SamplingParams(temperature=0))
+    except ValueError as error:
+        print(f"{broken.tolist()}: {error}")
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.8 The presets: one setting per task
 #
