@@ -24,8 +24,8 @@ pytest reads this file for every notebook under notebooks/, so `make test` and a
 from __future__ import annotations
 
 import copy
-import os
 import math
+import os
 import re
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+−]?\d+)?")

@@ -122,14 +122,15 @@ def id_tensor(ids, lm) -> torch.Tensor:
         if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
             raise TypeError(f"token ids must be an integer tensor, got dtype {ids.dtype}")
         ids = ids.to(lm.device, torch.long)
+        in_vocabulary(ids, lm.config.vocab_size)
     else:
         nested = _nested(ids)
         rows = nested if isinstance(nested, list) else [nested]
+        # checked before the tensor is made: an id of 2**63 or more does not fit in int64
         in_vocabulary([i for row in rows for i in (row if isinstance(row, list) else [row])], lm.config.vocab_size)
-        ids = torch.tensor(nested, dtype=torch.long, device=lm.device)  # (checked first: 2**63 would overflow)
+        ids = torch.tensor(nested, dtype=torch.long, device=lm.device)
     if ids.numel() == 0:
         raise ValueError("empty prompt: at least one token id is needed")
-    in_vocabulary(ids, lm.config.vocab_size)
     return ids
 
 

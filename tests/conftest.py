@@ -16,6 +16,27 @@ import teachllm as tl  # noqa: E402
 DISPATCH_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI=true no test may skip: CI installs everything the tests need (chromium, fonts, the extras), so
+    a skip there means a test silently stopped testing. Outside CI a skip stays a skip, with its reason."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where every test must run: {report.longrepr}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """The same for a whole module skipped at import (pytest.importorskip): an error under CI=true."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") == "true" and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where every test must run: {report.longrepr}"
+
+
 def pytest_report_header(config):
     """Which kernels this run uses: PyTorch's CPU dispatch (AVX2, AVX512, …) and what the environment asked."""
     asked = ", ".join(f"{v}={os.environ[v]}" for v in DISPATCH_VARIABLES if v in os.environ) or "the CPU's best"
