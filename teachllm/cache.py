@@ -62,6 +62,9 @@ def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int |
 
 
 class KVCache:
+    """Make one with lm.new_cache(max_len, batch_size), which checks the sizes against the model and the
+    machine's memory; the constructor itself takes them as given."""
+
     def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1,
                  dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
         self.config = config
