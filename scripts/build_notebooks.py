@@ -6,9 +6,10 @@ which is what nbval compares against in CI. The .py files are the ones to edit (
 tests/test_notebooks.py checks that every .ipynb still matches its .py.
 
 A Chinese notebook has the English one's code cells, its Markdown cells from the translation file
-(scripts/translations.py), and one more code cell before the first: `viz.set_language("zh")`, so
-figures and widgets speak Chinese. Figures also carry a PNG (TEACHLLM_STATIC_FIGURES=1, kaleido), so they
-show on a code host, in an HTML export and in the book.
+(scripts/translations.py), the comments of its exercise and check cells translated (the code the same),
+and one more code cell before the first: `viz.set_language("zh")`, so figures and widgets speak Chinese.
+Figures also carry a PNG (TEACHLLM_STATIC_FIGURES=1, kaleido), so they show on a code host, in an HTML
+export and in the book.
 
     python scripts/build_notebooks.py              # all notebooks, both editions
     python scripts/build_notebooks.py 01 06        # the ones whose names start with 01 or 06
@@ -58,6 +59,10 @@ def notebook_from_source(src: Path, lang: str = "en") -> nbformat.NotebookNode:
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 cell.source = next(prose)
+        catalogue = translations.comment_catalogue(lang)
+        for k, cell in enumerate(nb.cells):
+            if translations.commented(cell):
+                cell.source = translations.localise_comments(cell.source, catalogue, f"{src.name}, code cell {k}")
         first_code = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code")
         nb.cells.insert(first_code, nbformat.v4.new_code_cell(LANGUAGE_CELL[lang], metadata={"tags": ["language"]}))
         nb.metadata["language"] = lang

@@ -20,6 +20,11 @@ the hash of book/preface.md it was translated from, and `check` names the page w
     python scripts/translations.py status 06          # what is out of date, with the English beside it
     python scripts/translations.py skeleton 06        # start a file: the English text under each header
 
+Code cells are the same in both editions, with one exception: the comments in a cell a learner works in or
+reads the feedback of (tagged `exercise` or `check`: "# Exercise 1: your answer here.") are translated when
+the notebook is built, from one catalogue per language, notebooks/src/comments.zh.json (English comment →
+translation). A comment with no entry stops the build; the tests also fail on an entry no cell uses.
+
 Every file is read as UTF-8 (a leading byte-order mark is dropped); a file that is not UTF-8, an empty file or a
 malformed header is reported in one line naming the file, what is wrong and the fix, never decoded by guesswork.
 """
@@ -28,8 +33,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
+import json
 import re
 import sys
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +54,8 @@ LANGUAGES = ("zh",)
 HEADER = re.compile(r"^<!-- cell (\d+) · en ([0-9a-fA-F]{8}) -->[ \t]*$", re.M)
 HEADER_LIKE = re.compile(r"^<!--\s*cell\b.*$", re.M | re.I)  # what a mistyped header looks like
 CJK = re.compile(r"[\u4e00-\u9fff]")
+COMMENTED_TAGS = {"exercise", "check"}  # code cells whose comments a learner reads in their language
+KEPT_COMMENT = re.compile(r"^(NBVAL_\w+|noqa\b.*|type: .*)$")  # markers for tools, never translated
 
 
 class TranslationError(ValueError):
@@ -242,6 +252,55 @@ def check(sources: list[Path], lang: str, pages: list[str]) -> int:
     found = [p for src in sources for p in problems(src, lang)] + pages
     print("\n".join(found) or f"{len(sources)} chapters and the book's pages: every {lang} translation is in sync")
     return 1 if found else 0
+
+
+def comments_path(lang: str) -> Path:
+    return SOURCES / f"comments.{lang}.json"
+
+
+def comment_catalogue(lang: str) -> dict[str, str]:
+    """English comment → its translation, for the comments of exercise and check cells."""
+    path = comments_path(lang)
+    try:
+        catalogue = json.loads(read_text(path))
+    except FileNotFoundError:
+        raise TranslationError(f"{path.name} is missing: it translates the comments of exercise and check "
+                               "cells") from None
+    except json.JSONDecodeError as e:
+        raise TranslationError(f"{path.name} is not JSON ({e}): it holds one object, "
+                               '{"English comment": "translation", ...}') from None
+    if not isinstance(catalogue, dict):
+        raise TranslationError(f"{path.name} holds a {type(catalogue).__name__}: it holds one object, "
+                               '{"English comment": "translation", ...}')
+    wrong = [k for k, v in catalogue.items() if not isinstance(v, str) or not CJK.search(v)]
+    if wrong:
+        raise TranslationError(f"{path.name}: the entry for {wrong[0]!r} is not a translation (a string in {lang})")
+    return catalogue
+
+
+def commented(cell) -> bool:
+    """Whether a notebook cell's comments are translated: a code cell tagged exercise or check."""
+    return cell.cell_type == "code" and bool(COMMENTED_TAGS & set(cell.metadata.get("tags", [])))
+
+
+def comments(source: str) -> list[tuple[int, int, str]]:
+    """(line, column, text after "# ") of every comment in a code cell's source; lines count from 1."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return [(t.start[0], t.start[1], t.string[1:].strip()) for t in tokens if t.type == tokenize.COMMENT]
+
+
+def localise_comments(source: str, catalogue: dict[str, str], where: str = "a cell") -> str:
+    """The same code with each comment replaced by its entry in `catalogue`; raises TranslationError naming
+    the first comment that has none."""
+    lines = source.split("\n")
+    for line, column, text in reversed(comments(source)):
+        if KEPT_COMMENT.match(text):
+            continue
+        if text not in catalogue:
+            raise TranslationError(f"{where}: the comment {text!r} has no entry in the comment catalogue; "
+                                   f"add `{json.dumps(text, ensure_ascii=False)}: \"…\"`")
+        lines[line - 1] = lines[line - 1][:column] + "# " + catalogue[text]
+    return "\n".join(lines)
 
 
 def main() -> None:

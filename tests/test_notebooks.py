@@ -14,6 +14,7 @@ NOTEBOOKS = ROOT / "notebooks"
 SOURCES = sorted((NOTEBOOKS / "src").glob("*.py"))
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_notebooks  # noqa: E402  (scripts/ is not a package)
+import translations  # noqa: E402
 
 EDITIONS = [(lang, src) for lang in build_notebooks.LANGUAGES for src in SOURCES]
 IDS = [f"{lang}-{src.stem}" for lang, src in EDITIONS]
@@ -102,15 +103,19 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 @pytest.mark.parametrize("src", SOURCES, ids=[s.stem for s in SOURCES])
 @pytest.mark.parametrize("lang", build_notebooks.LANGUAGES[1:])
 def test_translated_notebook_prints_what_the_english_one_prints(lang, src):
-    """Same code, same seed, same outputs. Every code cell whose output nbval compares prints the same text in
-    both editions, except where the viz layer prints words in the reader's language (chapter 7's penalty table,
-    chapter 11's iteration log): there the text differs, but only in its words, so it must hold Chinese and the
-    very same numbers (a Chinese sentence may put them in another order). Figures and widgets, whose labels
+    """Same code (the comments of exercise and check cells translated), same random seeds, same outputs. Every
+    code cell whose output nbval compares prints the same text in both editions, except where the viz layer
+    prints words in the reader's language (chapter 7's penalty table, chapter 11's iteration log): there the
+    text differs, but only in its words, so it must hold Chinese and the very same numbers (a Chinese sentence
+    may put them in another order). Figures and widgets, whose labels
     are translated, are left out."""
     english = [c for c in nbformat.read(built_path("en", src), as_version=4).cells if c.cell_type == "code"]
     other = [c for c in nbformat.read(built_path(lang, src), as_version=4).cells
              if c.cell_type == "code" and "language" not in c.metadata.get("tags", [])]
-    assert [c.source for c in other] == [c.source for c in english]
+    catalogue = translations.comment_catalogue(lang)
+    want = [translations.localise_comments(c.source, catalogue) if translations.commented(c) else c.source
+            for c in english]
+    assert [c.source for c in other] == want
     differ = []
     for k, (a, b) in enumerate(zip(english, other, strict=True)):
         if "nbval-ignore-output" in ignored(a) or printed(a) == printed(b):

@@ -1,11 +1,13 @@
 """The Chinese edition is in sync with the English one: every Markdown cell and book page is translated from
 the English text as it is now (scripts/translations.py), and the check notices when the English moves on."""
 
+import ast
 import re
 import shutil
 import sys
 from pathlib import Path
 
+import jupytext
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,3 +205,34 @@ def test_the_cli_refuses_to_overwrite_a_translation_with_a_skeleton(chapter, mon
     monkeypatch.setattr(translations, "SOURCES", chapter.parent)
     status, out, err = run_cli(monkeypatch, capsys, "skeleton", "06")
     assert status == 1 and err == f"error: {zh.name} exists; edit it instead\n" and zh.read_bytes() == before
+
+
+def commented_cells():
+    """(chapter, cell) for every exercise and check cell of every chapter: the cells whose comments are translated."""
+    return [(src, cell) for src in SOURCES for cell in jupytext.read(src).cells if translations.commented(cell)]
+
+
+@pytest.mark.parametrize("lang", translations.LANGUAGES)
+def test_every_comment_a_learner_reads_is_translated_and_every_entry_is_used(lang):
+    catalogue = translations.comment_catalogue(lang)
+    used = {text for _, cell in commented_cells() for _, _, text in translations.comments(cell.source)}
+    assert len(commented_cells()) > 20, "the chapters' exercise and check cells were not found"
+    assert not used - set(catalogue) - {t for t in used if translations.KEPT_COMMENT.match(t)}, (
+        f"no translation in {translations.comments_path(lang).name}")
+    assert not set(catalogue) - used, f"entries no cell uses in {translations.comments_path(lang).name}"
+
+
+@pytest.mark.parametrize("lang", translations.LANGUAGES)
+def test_translating_the_comments_leaves_the_code_as_it_was(lang):
+    catalogue = translations.comment_catalogue(lang)
+    for src, cell in commented_cells():
+        localised = translations.localise_comments(cell.source, catalogue)
+        assert ast.dump(ast.parse(localised)) == ast.dump(ast.parse(cell.source)), src.name
+        if translations.comments(cell.source):
+            assert translations.CJK.search(localised), f"{src.name}: {cell.source[:60]!r} kept English comments"
+
+
+def test_a_comment_with_no_translation_stops_the_build():
+    with pytest.raises(translations.TranslationError, match="'your new hint'"):
+        translations.localise_comments("x = 1  # your new hint\n", {"Exercise 1: your answer here.": "练习 1"})
+    assert translations.localise_comments("x = 1  # NBVAL_IGNORE_OUTPUT", {}) == "x = 1  # NBVAL_IGNORE_OUTPUT"
