@@ -236,7 +236,7 @@ def timeline_spec(segments: list[Segment]) -> tuple[list[dict], dict]:
                            x=[_sig((s.start + s.seconds / 2) * 1e3) for s in seg],
                            width=[_sig(s.seconds * 1e3) for s in seg], y=[_sig(100 * s.utilisation) for s in seg],
                            marker=dict(color=COLORS[phase], line=dict(color="white", width=1)),
-                           hovertemplate="%{y:.1f}" + tr("% of peak") + "<extra></extra>"))
+                           hovertemplate=tr("{value} of peak", value="%{y:.1f}%") + "<extra></extra>"))
     total = sum(s.seconds for s in segments) * 1e3
     n_decode = sum(s.phase == "decode" for s in segments)
     prompt = sum(s.tokens for s in segments if s.phase == "prefill")

@@ -225,43 +225,126 @@ def pipeline_stages(lm, prompt: str, params: SamplingParams | None = None) -> li
     ]
 
 
+# Words a line of Chinese never breaks inside (the longest match wins: "KV 缓存" before "缓存"): the glossary's terms
+# (book/zh/glossary.md) that figures use, and common words of the figures' own labels. Between two other Chinese
+# characters a line may break, but only where the clause they are in is too long for a line.
+CJK_WORDS = (
+    # the glossary's terms
+    "课程资料", "笔记本", "随机种子", "词元", "分词器", "反分词器", "反分词", "字节对编码", "提示词", "前向传播",
+    "解码器层", "残差流", "激活", "旋转位置编码", "分组查询注意力", "多查询注意力", "预填充", "解码", "解码阶段",
+    "解码策略", "解码循环", "自回归生成", "自回归", "KV 缓存", "槽位", "因果掩码", "追踪记录", "采样器", "采样",
+    "贪婪解码", "温度", "top-k 采样", "核采样", "min-p 采样", "重复惩罚", "存在惩罚", "频率惩罚", "禁止重复 n-gram",
+    "束搜索", "长度惩罚", "序列结束符", "停止字符串", "首 token 延迟", "每 token 输出延迟", "生成速度", "延迟",
+    "吞吐量", "算术强度", "Roofline 模型", "屋脊点", "计算密集型", "内存密集型", "内核", "算子融合", "静态批处理",
+    "连续批处理", "批处理", "迭代", "token 预算", "分块预填充", "分页 KV 缓存", "分页注意力", "块表", "块池",
+    "逻辑块", "物理块", "引用计数", "抢占", "前缀缓存", "困惑度", "推测解码", "KV 缓存量化", "注意力头", "查询头",
+    "KV 头", "概率",
+    # common words of the figures' labels
+    "一次", "一个", "每步", "每一层", "全部", "处理", "读取", "写入", "文本", "字符", "缓存", "生成", "计算",
+    "输出", "输入", "请求", "已结束", "完整",
+)
+OPENING = "（“‘《「『【〔［｛〈([{"  # never at the end of a line
+CLOSING = "）”’》」』】〕］｝〉，。、；：！？…)]},.;:!?%"  # never at the start of a line
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef"  # CJK characters and punctuation, full-width forms
+_UNIT = re.compile("|".join(map(re.escape, sorted(CJK_WORDS, key=len, reverse=True)))
+                   + rf"|\s+|[{re.escape(OPENING + CLOSING)}]|[{_CJK}]|[^\s{_CJK}{re.escape(OPENING + CLOSING)}]+")
+
+
+def _cjk(ch: str) -> bool:
+    return bool(re.match(f"[{_CJK}]", ch))
+
+
+def _break(before: str, after: str, space: bool) -> str | None:
+    """May a line end between `before` and `after` (`space`: whitespace between them)? None: never. "good": at a
+    space between Latin words, after punctuation, before a bracket. "low": only inside a clause too long for a
+    line: between Chinese words, and at the space the space rule puts between Chinese and Latin text."""
+    if after[0] in CLOSING or before[-1] in OPENING:
+        return None  # "（" at the end of a line, "，" at the start of one
+    if before.endswith("第") or (before[-1].isdigit() and _cjk(after[0])):
+        return None  # "第 / 3 层", "178 / 个字符"
+    if not space and not _cjk(before[-1]) and not _cjk(after[0]):
+        return None  # Latin text breaks at spaces only: "it’s", "[30,"
+    if before[-1] in CLOSING or after[0] in OPENING:
+        return "good"
+    if space and not _cjk(before[-1]) and not _cjk(after[0]):
+        return "good"
+    return "low"
+
+
 def wrap(text: str, columns: int) -> str:
     """`text` broken into lines of at most `columns` (a Chinese character counts two), joined with <br> for
-    a plotly annotation: a box in the pipeline figure is narrow, and plotly never wraps text itself."""
-    pieces = re.findall(r"[\u3000-\u9fff\uff00-\uffef]|[^\s\u3000-\u9fff\uff00-\uffef]+\s*|\s+", text)
-    lines, line = [], ""
-    for piece in pieces:
-        if line and display_width(line + piece.rstrip()) > columns:
-            lines.append(line.rstrip())
-            line = piece.lstrip()
+    a plotly annotation: a box in the pipeline figure is narrow, and plotly never wraps text itself.
+
+    A line breaks at a space between Latin words or after punctuation where it can, and inside a Chinese clause
+    only where the clause is too long for a line, between words. Never inside a word of `CJK_WORDS` or a Latin
+    word (one longer than `columns` gets a line of its own), after an opening bracket （ “ 《 or before closing
+    punctuation ） ， 。 、 ” 》."""
+    atoms: list[list[str]] = []  # [text, the whitespace before it, the kind of break before it]
+    space = ""
+    for unit in _UNIT.findall(text):
+        if unit.isspace():
+            space = unit
+            continue
+        kind = _break(atoms[-1][0], unit, bool(space)) if atoms else "good"
+        if kind is None:
+            atoms[-1][0] += space + unit  # glued: no line ends here
         else:
-            line += piece
-    lines.append(line.rstrip())
+            atoms.append([unit, space, kind])
+        space = ""
+    phrases: list[list[tuple[str, str]]] = []  # the atoms between two good breaks: (whitespace before, atom)
+    for unit, space, kind in atoms:
+        if kind == "good" or not phrases:
+            phrases.append([])
+        phrases[-1].append((space, unit))
+    lines, line = [], ""
+    for phrase in phrases:
+        whole = "".join(space + unit for space, unit in phrase)
+        if not line or display_width(line + whole) <= columns:
+            if display_width((line + whole).lstrip()) <= columns or len(phrase) == 1 and not line:
+                line = (line + whole).lstrip()
+                continue
+        elif display_width(whole.lstrip()) <= columns:  # it fits on a line of its own
+            lines.append(line)
+            line = whole.lstrip()
+            continue
+        for space, unit in phrase:  # too long for any line: break it between words, filling this line first
+            if line and display_width(line + space + unit) > columns:
+                lines.append(line)
+                line = unit
+            else:
+                line = (line + space + unit).lstrip()
+    lines.append(line)
     return "<br>".join(x for x in lines if x)
+
+
+# A box of the pipeline figure holds lines of at most PIPELINE_COLUMNS columns (`wrap`; a Chinese character counts
+# two). On a page 680 pixels wide the figure's boxes are 89 pixels wide: 16 columns of the 10-pixel text take about
+# 80 (a Chinese character 10 pixels, a Latin letter 5 on average), of the 9-pixel monospace text 86 (5.4 each).
+PIPELINE_COLUMNS = 16
 
 
 def pipeline_spec(stages: list[PipelineStage], title: str | None = None) -> tuple[list[dict], dict]:
     """Boxes left to right, each with its name, what it does and the live shape; arrows between them."""
     shapes, annotations = [], []
-    width, gap = 1.0, 0.35
+    width, gap = 1.0, 0.25
     for i, stage in enumerate(stages):
         x0 = i * (width + gap)
         color = "#fdd0a2" if stage.name in ("decode loop", "sampler") else "#c6dbef"
         shapes.append({"type": "rect", "x0": x0, "x1": x0 + width, "y0": 0, "y1": 1, "fillcolor": color,
                        "line": {"color": "#636363"}, "layer": "below"})
-        annotations.append({"x": x0 + width / 2, "y": 0.78, "text": f"<b>{tr(stage.name)}</b>", "showarrow": False})
-        annotations.append({"x": x0 + width / 2, "y": 0.52, "text": wrap(stage.what, 18), "showarrow": False,
-                            "font": {"size": 10}})
-        annotations.append({"x": x0 + width / 2, "y": 0.2, "text": wrap(stage.shape, 16), "showarrow": False,
-                            "font": {"size": 10, "family": "monospace"}})
+        annotations.append({"x": x0 + width / 2, "y": 0.8, "text": f"<b>{tr(stage.name)}</b>", "showarrow": False})
+        annotations.append({"x": x0 + width / 2, "y": 0.52, "text": wrap(stage.what, PIPELINE_COLUMNS),
+                            "showarrow": False, "font": {"size": 10}})
+        annotations.append({"x": x0 + width / 2, "y": 0.19, "text": wrap(stage.shape, PIPELINE_COLUMNS),
+                            "showarrow": False, "font": {"size": 9, "family": "monospace"}})
         if i:
             annotations.append({"x": x0, "y": 0.5, "ax": x0 - gap, "ay": 0.5, "xref": "x", "yref": "y",
                                 "axref": "x", "ayref": "y", "text": "", "showarrow": True, "arrowhead": 2})
     n = len(stages)
     layout = {"title": title or tr("one prompt through the pipeline"), "shapes": shapes, "annotations": annotations,
               "height": 300,
-              "xaxis": {"visible": False, "range": [-0.1, n * (width + gap) - gap + 0.1]},
-              "yaxis": {"visible": False, "range": [-0.1, 1.1]}, "margin": {"t": 40, "b": 10, "l": 10, "r": 10}}
+              "xaxis": {"visible": False, "range": [-0.05, n * (width + gap) - gap + 0.05]},
+              "yaxis": {"visible": False, "range": [-0.1, 1.1]}, "margin": {"t": 40, "b": 10, "l": 5, "r": 5}}
     return [], layout
 
 

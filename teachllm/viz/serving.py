@@ -180,7 +180,8 @@ def iteration_timeline_spec(run, upto: int | None = None, labels: dict | None = 
     traces.append(dict(type="scatter", name=tr("finished"), mode="markers", x=[s.finish_iteration + 0.5 for s in done],
                        y=[row[s.request_id] for s in done], marker=dict(symbol="line-ns", size=16,
                                                                         line=dict(width=3, color="#252525")),
-                       hovertemplate=tr("finished after iteration") + " %{x:.0f}<extra></extra>"))
+                       customdata=[s.finish_iteration for s in done],  # x is the iteration's right edge
+                       hovertemplate=tr("finished in iteration {i}", i="%{customdata}") + "<extra></extra>"))
     records = [r for r in run.timeline if r.index <= upto]
     preempted = [(r.index, rid) for r in records for rid in r.preempted if rid in row]
     traces.append(dict(type="scatter", name=tr("preempted"), mode="markers", x=[i for i, _ in preempted],
@@ -192,13 +193,14 @@ def iteration_timeline_spec(run, upto: int | None = None, labels: dict | None = 
     traces += [
         dict(type="bar", name=tr("decode tokens"), x=x, y=decode, xaxis="x2", yaxis="y2", showlegend=False,
              marker=dict(color=KIND_COLORS["decode"]),
-             hovertemplate=tr("iteration") + " %{x}: %{y} " + tr("decode tokens") + "<extra></extra>"),
+             hovertemplate=tr("iteration {i}: {n} decode tokens", i="%{x}", n="%{y}") + "<extra></extra>"),
         dict(type="bar", name=tr("prefill tokens"), x=x, y=prefill, base=decode, xaxis="x2", yaxis="y2",
              showlegend=False, marker=dict(color=KIND_COLORS["prefill"]),
-             hovertemplate=tr("iteration") + " %{x}: %{y} " + tr("prefill tokens") + "<extra></extra>"),
+             hovertemplate=tr("iteration {i}: {n} prefill tokens", i="%{x}", n="%{y}") + "<extra></extra>"),
     ]
     budget = run.config.get("max_num_batched_tokens")
-    traces.append(dict(type="scatter", name=tr("token budget ({budget})", budget=budget), mode="lines", xaxis="x2",
+    name = tr("token budget ({budget})", budget=budget) if budget else tr("no token budget")
+    traces.append(dict(type="scatter", name=name, mode="lines", xaxis="x2",
                        yaxis="y2",
                        x=[first - 0.5, last + 0.5], y=[budget, budget] if budget else [None, None],
                        showlegend=bool(budget), line=dict(color="#636363", dash="dash")))
@@ -372,10 +374,10 @@ def blend_quality_spec(rows, title: str | None = None) -> tuple[list[dict], dict
     full = rows[0].ppl_full
     traces.append(dict(type="scatter", name=tr("full prefill"), mode="lines", x=[0, 1], y=[round(full, 4)] * 2,
                        xaxis="x2", yaxis="y2", line=dict(color="#636363", dash="dash")))
-    seed = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # CacheBlend's ~15 % of the tokens (chapter 13)
+    marked = [r.recompute_fraction for r in rows if r.ratio == 0.15][:1]  # CacheBlend's ~15 % of the tokens (ch. 13)
     shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=round(x, 4), x1=round(x, 4), y0=0, y1=1,
                    line=dict(color="#999", dash="dot"), label=dict(text="r = 0.15", textposition="end"))
-              for x in seed for axis in ("", "2")]
+              for x in marked for axis in ("", "2")]
     title = title or tr("CacheBlend: quality of the question's next-token predictions against the prefill compute "
                         "spent")
     axis = dict(title=dict(text=tr("share of a full prefill's compute (token-layers)")), range=[-0.02, 1.02])

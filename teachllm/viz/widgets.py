@@ -80,7 +80,8 @@ class DistributionExplorer(widgets.VBox):
         self.temperature, self.top_k, self.top_p, self.min_p = list(self.controls.values())[:4]
         self.preset = widgets.Dropdown(options=[(tr(name), name) for name in ("custom", *data.PRESETS)], value="custom",
                                        description=tr("preset"))
-        self.seed = widgets.IntText(value=0, description=tr("seed"), layout=widgets.Layout(width="160px"))
+        self.seed = widgets.IntText(value=0, description=tr("random seed"), style={"description_width": "initial"},
+                                    layout=widgets.Layout(width="180px"))
         self.sample_button = widgets.Button(description=tr("sample"), icon="random")
         self.info = widgets.HTML()
 
@@ -118,7 +119,7 @@ class DistributionExplorer(widgets.VBox):
 
     def _update_info(self):
         if self.chosen is None:
-            self.info.value = tr("press <i>sample</i> to draw a token with this seed")
+            self.info.value = tr("press <i>sample</i> to draw a token with this random seed")
         else:
             token, rank = self.chosen
             label = html.escape(self.labels_of([token])[0])

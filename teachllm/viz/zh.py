@@ -1,8 +1,11 @@
 """The Chinese words of teachllm.viz: English template → Chinese template, for `language.tr`.
 
 Each pair keeps the same {fields} with the same format specs; token texts, numbers and units are fields
-or stay outside, so both editions show the same values. The terms are the seeds' and book/glossary.md's:
-预填充 (prefill), 解码 (decode), KV 缓存, 采样, 温度, 束搜索, 重复惩罚, 块表, 槽位, 算术强度, 屋顶线.
+or stay outside, so both editions show the same values. The terms are book/zh/glossary.md's, the
+Chinese edition's one term list: 提示词 (prompt), 预填充 (prefill), 解码 (decode), KV 缓存, 采样器, 温度, 贪婪解码,
+束搜索, 重复惩罚, 块表, 槽位, 迭代, token 预算, 算术强度, 屋脊点, Roofline, 反分词器 (detokenizer). Chinese text
+follows the space rule: one space between a Chinese character and a Latin letter or digit, none next to full-width
+punctuation. A head index reads "2 号头" (counting from 0, as the code does).
 """
 
 ZH: dict[str, str] = {
@@ -44,7 +47,7 @@ ZH: dict[str, str] = {
     "repetition": "重复惩罚",
     "presence": "存在惩罚",
     "frequency": "频率惩罚",
-    "greedy (T = 0)": "贪婪（T = 0）",
+    "greedy (T = 0)": "贪婪解码（T = 0）",
     "preset": "预设",
     "custom": "自定义",
     "code": "代码",
@@ -52,19 +55,19 @@ ZH: dict[str, str] = {
     "chat": "对话",
     "creative": "创意写作",
     "brainstorm": "头脑风暴",
-    "seed": "随机种子",
+    "random seed": "随机种子",
     "sample": "采样",
     "filters (T 0 = greedy; top-k 0, top-p 1, min-p 0 = off)":
-        "过滤（T 为 0 即贪婪；top-k 0、top-p 1、min-p 0 为关闭）",
+        "过滤（T 为 0 即贪婪解码；top-k 为 0、top-p 为 1、min-p 为 0 即关闭）",
     "penalties (1 and 0 = off; presence, frequency: output only)":
-        "惩罚（1 和 0 为关闭；存在惩罚、频率惩罚只看输出）",
-    "press <i>sample</i> to draw a token with this seed": "按<i>采样</i>，用这个随机种子抽取一个 token",
+        "惩罚（重复惩罚为 1、其余为 0 即关闭；存在惩罚和频率惩罚只看输出）",
+    "press <i>sample</i> to draw a token with this random seed": "按<i>采样</i>，用这个随机种子抽取一个 token",
     "sampled <b>{token}</b> (id {id}, rank {rank} after processing)":
         "采样到 <b>{token}</b>（id {id}，处理后排名 {rank}）",
     # ---- 1. the next-token distribution
     "model (before)": "模型（处理前）",
     "after processing": "处理后",
-    "cumulative (what top-p sees)": "累积概率（top-p 看到的）",
+    "cumulative (what top-p sees)": "累积概率（top-p 按它截断）",
     "sampled": "采样结果",
     "{rule} cut": "{rule} 截断",
     "{settings} · entropy {before:.2f} → {after:.2f} bits · {kept:,} of {vocab:,} tokens survive":
@@ -72,29 +75,29 @@ ZH: dict[str, str] = {
     ", outside the chart": "，不在图中",
     " · sampled {token} (rank {rank}{where})": " · 采样到 {token}（排名 {rank}{where}）",
     # ---- 2. attention
-    "{phase}, head {h}": "{phase}，头 {h}",
-    "{phase}, query head {h}": "{phase}，查询头 {h}",
-    "query head {h}": "查询头 {h}",
+    "{phase}, head {h}": "{phase}，{h} 号头",
+    "{phase}, query head {h}": "{phase}，{h} 号查询头",
+    "query head {h}": "{h} 号查询头",
     " ◀ selected": " ◀ 当前",
     "layer {layer} · KV head {kv} is shared by query heads {first}–{last} (GQA)<br>blue: prefill, one row per prompt "
     "token · orange: decode, one row per step · grey: masked (the future)":
-        "第 {layer} 层 · KV 头 {kv} 由查询头 {first}–{last} 共享（GQA）<br>蓝色：预填充，每个提示词 token 一行 · "
+        "第 {layer} 层 · {kv} 号 KV 头由 {first}–{last} 号查询头共享（GQA）<br>蓝色：预填充，每个提示词 token 一行 · "
         "橙色：解码，每步一行 · 灰色：被掩码遮住（未来的位置）",
     "layer {i}": "第 {i} 层",
-    "KV head {kv} · query head {h}": "KV 头 {kv} · 查询头 {h}",
+    "KV head {kv} · query head {h}": "{kv} 号 KV 头 · {h} 号查询头",
     # ---- 3. KV cache growth
     "measured: cache.bytes_used": "实测：cache.bytes_used",
-    "formula: 2·L·n_kv·d·tokens·b·bytes": "公式：2·L·n_kv·d·tokens·b·bytes",
+    "formula: 2·L·n_kv·d·tokens·b·bytes": "公式：2 × 层数 × KV 头数 × 头维度 × token 数 × 批大小 × 每个数的字节数",
     "contiguous: allocated": "连续缓存：已分配",
-    "layer: K+V stored": "每层：已存 K+V",
-    "layer: reserved, empty": "每层：预留但空着",
+    "layer: K+V stored": "每层：已存入的 K 和 V",
+    "layer: reserved, empty": "每层：已预留、还空着",
     "paged: allocated": "分页缓存：已分配",
     "paged: used": "分页缓存：已使用",
     "KV cache after step {step} ({phase}): {length} of {capacity} slots, {used:.2f} MiB used of {allocated:.2f} MiB "
     "allocated":
         "第 {step} 步（{phase}）之后的 KV 缓存：{capacity} 个槽位用了 {length} 个，"
         "已分配 {allocated:.2f} MiB，已使用 {used:.2f} MiB",
-    "step (0 = prefill)": "步（0 = 预填充）",
+    "step (0 = prefill)": "步（第 0 步是预填充）",
     "bytes per layer": "每层字节数",
     # ---- 4. step-through
     "candidates": "候选 token",
@@ -106,15 +109,15 @@ ZH: dict[str, str] = {
     "restart": "重新开始",
     "(finished)": "（已结束）",
     # ---- 5. cost: timeline and roofline
-    "{phase} utilisation": "{phase}利用率",
-    "% of peak": "% 峰值",
+    "{phase} utilisation": "{phase}的利用率",
+    "{value} of peak": "峰值的 {value}",
     "prefill of {prompt} tokens, then {n} decode steps: {total:.0f} ms in all":
         "预填充 {prompt} 个 token，再解码 {n} 步：共 {total:.0f} ms",
-    "time since the prompt went in (ms)": "自提示词输入起的时间（ms）",
-    "% of peak FLOP/s": "峰值 FLOP/s 的百分比",
-    "roof: {device}": "屋顶线：{device}",
+    "time since the prompt went in (ms)": "从输入提示词起的时间（ms）",
+    "% of peak FLOP/s": "占峰值 FLOP/s 的百分比",
+    "roof: {device}": "{device} 的 Roofline",
     "{name} (measured)": "{name}（实测）",
-    "{name} (roofline)": "{name}（屋顶线）",
+    "{name} (roofline)": "{name}（Roofline 预测）",
     "{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte":
         "{device}（{source}）：峰值 {peak:.1f} GFLOP/s，带宽 {bandwidth:.1f} GB/s，屋脊点 {ridge:.1f} FLOP/字节",
     "arithmetic intensity (FLOP/byte)": "算术强度（FLOP/字节）",
@@ -133,32 +136,32 @@ ZH: dict[str, str] = {
     "repetition {value:g}": "重复惩罚 {value:g}",
     "presence {presence:g}, frequency {frequency:g}": "存在惩罚 {presence:g}，频率惩罚 {frequency:g}",
     "no-repeat {n}-gram": "禁止重复 {n}-gram",
-    "each penalty in turn (a missing bar: banned, −∞)": "依次施加每种惩罚（缺失的柱子：被禁止，−∞）",
+    "each penalty in turn (a missing bar: banned, −∞)": "依次施加每种惩罚（没有柱子的 token 被禁止，logit 为 −∞）",
     "logit": "logit 值",
     "dropped later": "后来被淘汰",
-    "best finished sequence": "最佳完成序列",
+    "best finished sequence": "得分最高的完整序列",
     "beams": "束",
     "sum of log p": "log p 之和",
-    "beam search: every beam kept at each step": "束搜索：每一步保留的每一束",
+    "beam search: every beam kept at each step": "束搜索：每一步保留下来的所有束",
     "generated tokens": "已生成的 token 数",
-    "rank at that length (best on top)": "该长度下的排名（最好的在上）",
+    "rank at that length (best on top)": "同一长度下的排名（最好的在最上面）",
     "tokenizer": "分词器",
     "KV cache": "KV 缓存",
     "decode loop": "解码循环",
     "sampler": "采样器",
-    "detokenizer": "解码回文本",
+    "detokenizer": "反分词器",
     "{n} characters → ids": "{n} 个字符 → ids",
-    "every prompt token at once; fills the KV cache": "一次处理全部提示词 token；填满 KV 缓存",
+    "every prompt token at once; fills the KV cache": "一次处理全部提示词 token，写入 KV 缓存",
     "K and V of every layer": "每一层的 K 和 V",
     "one token per step, reads the cache": "每步一个 token，读取缓存",
-    "logits → one id (greedy)": "logits → 一个 id（贪婪）",
+    "logits → one id (greedy)": "logits → 一个 id（贪婪解码）",
     "logits → one id (sampled)": "logits → 一个 id（采样）",
     "ids → text": "ids → 文本",
     "one prompt through the pipeline": "一个提示词走过整条流水线",
     # ---- serving: the iteration timeline
     "request {rid}, iteration {i}: ": "请求 {rid}，第 {i} 次迭代：",
     "then a token was sampled": "随后采样出一个 token",
-    "a chunk: no token sampled yet": "只是一块：还没有采样 token",
+    "a chunk: no token sampled yet": "提示词还没有预填充完，暂不采样 token",
     "prefill of tokens {first}–{last} ({n} tokens), {then}": "预填充第 {first}–{last} 个 token（{n} 个），{then}",
     "decode (one token)": "解码（一个 token）",
     "iteration {i}: {tokens} tokens computed in {calls} forward call":
@@ -168,15 +171,18 @@ ZH: dict[str, str] = {
     "  decode ({n} tokens, one each): requests {ids}": "  解码（{n} 个 token，每个请求一个）：请求 {ids}",
     "  prefill: request {rid}, tokens {first}–{last} ({n} tokens)":
         "  预填充：请求 {rid}，第 {first}–{last} 个 token（{n} 个）",
-    " — a chunk, no token sampled yet": " — 只是一块，还没有采样 token",
-    "  sampled a token: {sampled} · finished: {finished}": "  采样出 token 的：{sampled} · 已结束：{finished}",
+    " — a chunk, no token sampled yet": " — 提示词还没有预填充完，暂不采样 token",
+    "  sampled a token: {sampled} · finished: {finished}": "  采样出 token 的请求：{sampled} · 已结束：{finished}",
     " · preempted: {ids}": " · 被抢占：{ids}",
     "  after it: {running} running, {waiting} waiting, {blocks} KV blocks in use":
         "  迭代之后：{running} 个运行中，{waiting} 个等待，{blocks} 个 KV 块在用",
-    "finished after iteration": "结束于迭代",
+    "finished in iteration {i}": "在第 {i} 次迭代中完成",
     "decode tokens": "解码 token",
     "prefill tokens": "预填充 token",
+    "iteration {i}: {n} decode tokens": "第 {i} 次迭代：{n} 个解码 token",
+    "iteration {i}: {n} prefill tokens": "第 {i} 次迭代：{n} 个预填充 token",
     "token budget ({budget})": "token 预算（{budget}）",
+    "no token budget": "无 token 预算",
     "iteration {upto} of {first}–{last}": "第 {first}–{last} 次迭代中的第 {upto} 次",
     "{n} iterations": "{n} 次迭代",
     "static": "静态",
@@ -185,7 +191,7 @@ ZH: dict[str, str] = {
         "{policy}批处理：{n} 个请求，同时最多 {most} 个 · {iterations}，共 {calls} 次前向传播",
     "previous": "上一次",
     "next": "下一次",
-    "last": "最后",
+    "last": "最后一次",
     # ---- serving: block tables and slots
     "request {rid}, logical block {i} → physical block {block}: {filled}/{bs} slots, tokens {first}–{last}, "
     "ref count {refs}":
@@ -207,7 +213,7 @@ ZH: dict[str, str] = {
     "logical block (tokens i·bs … i·bs + bs − 1)": "逻辑块（第 i·bs … i·bs + bs − 1 个 token）",
     "the pool: {n} blocks × {bs} slots": "块池：{n} 个块 × {bs} 个槽位",
     "after iteration {i}": "第 {i} 次迭代之后",
-    "contiguous: reserved (prompt + max_tokens each)": "连续缓存：预留（每个请求 prompt + max_tokens）",
+    "contiguous: reserved (prompt + max_tokens each)": "连续缓存：预留（每个请求提示词长度 + max_tokens）",
     "paged: allocated (blocks × block size)": "分页缓存：已分配（块数 × 块大小）",
     "used: tokens in the cache": "已使用：缓存中的 token",
     "KV slots per iteration · wasted on average: paged {paged:.1%}, contiguous reservation {contiguous:.1%}":
@@ -220,7 +226,7 @@ ZH: dict[str, str] = {
     "CacheBlend: quality of the question's next-token predictions against the prefill compute spent":
         "CacheBlend：问题部分下一个 token 预测的质量与所花预填充计算量的关系",
     "share of a full prefill's compute (token-layers)": "占完整预填充计算量的比例（token·层）",
-    "KL(full ‖ blended)": "KL（完整 ‖ 混合）",
+    "KL(full ‖ blended)": "KL(完整预填充 ‖ CacheBlend)",
     "perplexity of the question": "问题部分的困惑度",
     # ---- the notebooks' own figures (notebooks/src)
     "Entropy of the next-token distribution against temperature": "下一个 token 分布的熵随温度的变化",
@@ -234,5 +240,23 @@ ZH: dict[str, str] = {
     "request {i} (short)": "请求 {i}（短）",
     "without chunking: one iteration computes {most} tokens": "不分块：一次迭代计算 {most} 个 token",
     "chunked prefill, budget 32: the long prompt is prefilled in {n} chunks":
-        "分块预填充，预算 32：长提示词分 {n} 块完成预填充",
+        "分块预填充，token 预算 32：长提示词分 {n} 块预填充完",
+    # ---- the chapters' check cells: feedback on an exercise
+    "correct": "正确",
+    "not yet: attention does not first catch up at that length":
+        "还不对：注意力的开销并不是在这个长度上首次追平其余部分",
+    "set my_T in the cell above first": "请先在上面的单元格中设置 my_T",
+    "correct: 'er' or 'es' is among the first merges": "正确：'er' 或 'es' 出现在最先的几次合并中",
+    "not yet: the first merges are {first}": "还不对：最先的几次合并是 {first}",
+    "set my_text in the cell above first": "请先在上面的单元格中设置 my_text",
+    "set my_tokens in the cell above first": "请先在上面的单元格中设置 my_tokens",
+    "correct (within 5%)": "正确（误差在 5% 以内）",
+    "not yet: count the bytes per token again": "还不对：请重新计算每个 token 的字节数",
+    "{n} iterations, {calls} forward calls; the first two:": "共 {n} 次迭代、{calls} 次前向传播；下面是前两次：",
+    "set my_found in the cell above first": "请先在上面的单元格中设置 my_found",
+    "not yet: which token must be computed?": "还不对：想一想，哪个 token 必须计算？",
+    "right": "对",
+    "wrong": "错",
+    "not yet: finish reason {finish}, id 2 {id2}": "还不对：结束原因猜{finish}了，id 2 猜{id2}了",
+    "set both predictions in the cell above first": "请先在上面的单元格里填好两个预测",
 }
