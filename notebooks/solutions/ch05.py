@@ -7,9 +7,9 @@ ids = tok.encode("The capital of France is Paris. The capital of Italy is")
 S = len(ids)
 generated = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)).token_ids
 
-# Exercise 1 (seed exercise 1): with the 10 tokens KNOWN, one parallel pass predicts all of them (teacher
-# forcing); in generation token t+1 does not exist until step t has run. Start from placeholders and feed
-# each pass's predictions back: a pass is only sure to fix one more token.
+# Exercise 1 (question 1 of the course note LLM Generation Process): with the 10 tokens KNOWN, one parallel
+# pass predicts all of them (teacher forcing); in generation token t+1 does not exist until step t has run.
+# Start from placeholders and feed each pass's predictions back: a pass is only sure to fix one more token.
 parallel = lm.forward(ids + generated[:-1])[0]  # [S + 9, V]
 assert parallel[S - 1:].argmax(-1).tolist() == generated
 guess = tok.encode(" the", add_special_tokens=False) * len(generated)

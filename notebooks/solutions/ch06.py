@@ -13,7 +13,8 @@ question = tok.apply_chat_template([{"role": "user", "content": "Write one sente
 logits = lm.prefill(tok.encode(question), lm.new_cache(max_len=64))  # [1, V]
 greedy_id = int(logits.argmax())
 
-# Exercise 1 (seed exercise 2): temperature 0 is not a small temperature, it is greedy by convention.
+# Exercise 1 (question 2 of the course note LLM Generation Process): temperature 0 is not a small
+# temperature, it is greedy by convention.
 print("logits / 0 gives:", (logits[0, :3] / 0).tolist())  # inf, -inf or nan: not a distribution
 g = torch.Generator().manual_seed(0)
 for t in (0.5, 0.1, 0.01):

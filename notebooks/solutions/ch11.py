@@ -19,9 +19,9 @@ def long_prompt_joins(chunked: bool, budget: int = 32):
     return engine.drain(ids, first_iteration=0)
 
 
-# Exercise 1 (seed exercise 3): in the same iteration. The scheduler gives each decoding request one
-# token, then fills the rest of the token budget with a chunk of the new prompt; only requests whose
-# tokens are all computed get a sampled token.
+# Exercise 1 (question 3 of the course note LLM Generation Process): in the same iteration. The scheduler
+# gives each decoding request one token, then fills the rest of the token budget with a chunk of the new
+# prompt; only requests whose tokens are all computed get a sampled token.
 run = long_prompt_joins(True, 32)
 mixed = [r for r in run.timeline if r.decode_ids and r.prefill]
 assert mixed

@@ -6,6 +6,10 @@
 # model at once, a *sampler* turns the model's scores into one token, *decode* adds one token at a time,
 # and the detokenizer turns ids back into text.
 #
+# The word *decode* is used in four ways. In this course it names the phase that adds one token per pass; the
+# rule that picks each token (greedy, sampling, beam search) is a *decoding strategy*, one of the model's
+# layers is a *decoder layer*, and turning ids back into text is *detokenizing*.
+#
 # **What you will learn.**
 # - A model's forward pass ends in **logits** — one score per vocabulary entry — not in text.
 # - Generation has two phases: **prefill** (the prompt, all tokens in one pass) and **decode** (one new
@@ -48,7 +52,7 @@ print(prompt)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The same pipeline as a picture, with the live shapes of this prompt (`pipeline_stages` runs the engine's
-# own calls: encode, prefill, one decode step, the sampler, decode). The two orange boxes are the loop.
+# own calls: encode, prefill, one decode step, the sampler, the detokenizer). The two orange boxes are the loop.
 
 # %%
 stages = pipeline_stages(lm, prompt)
@@ -57,21 +61,25 @@ for stage in stages:
 pipeline_figure(stages)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The seeds close their walk-through with one function that does all of it,
+# *LLM Generation Process* (《LLM 生成过程》), the course notes' chapter on generation, ends its walk-through
+# (§7.1) with one function that does all of it,
 # `generate(model, tokenizer, prompt, max_tokens=100, temperature=0.8, top_p=0.9)`. In teachllm the same
-# settings are a `SamplingParams`, and `seed` makes the draw repeatable (the sections below take it apart):
+# settings are a `SamplingParams`, and a random seed (`seed`) makes the draw repeatable (the sections below take
+# it apart):
 
 # %%
-seed_call = lm.generate(prompt, tl.SamplingParams(max_tokens=100, temperature=0.8, top_p=0.9, seed=0))
-print(repr(seed_call.text))
-print(f"{len(seed_call.token_ids)} tokens, finished because: {seed_call.finish_reason}")
+notes_call = lm.generate(prompt, tl.SamplingParams(max_tokens=100, temperature=0.8, top_p=0.9, seed=0))
+print(repr(notes_call.text))
+print(f"{len(notes_call.token_ids)} tokens, finished because: {notes_call.finish_reason}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.2 Stage 1 — tokenize
 #
 # The model never sees characters, only integer ids from a fixed vocabulary (49,152 entries here).
 # `<|im_start|>` and `<|im_end|>` are *special tokens*: single ids that mark where a turn begins and ends.
-# (The seed shows `"Hello, world"` → `[15496, 11, 995]`; those are GPT-2's ids. Every tokenizer has its own.)
+# (*LLM Generation Process* §1.1 shows `"Hello, world"` → `[15496, 11, 995]`; those are GPT-2's ids. Every
+# tokenizer has its own.) In the printout below, `Ċ` is a newline and `Ġ` a space before a word (`'Ġis'` is
+# `' is'`): this tokenizer works on bytes and shows each byte as a printable character. Chapter 2 explains why.
 
 # %%
 ids = lm.tokenizer.encode(prompt)
@@ -112,8 +120,8 @@ print(f"sum of all {probs.numel()} probabilities: {float(probs.sum()):.4f}")
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.5 Stage 4 — the decode loop, written out
 #
-# This is the seeds' `generate()` sketch as real code. Each decode step feeds **one** token, the one just
-# chosen, and reads everything earlier from the cache. We stop at the end-of-sequence token
+# This is the `generate()` sketch of *LLM Generation Process* (§7.1) as real code. Each decode step feeds
+# **one** token, the one just chosen, and reads everything earlier from the cache. We stop at the end-of-sequence token
 # (`<|im_end|>`, id 2) or after `max_tokens`.
 
 # %%
@@ -174,14 +182,14 @@ for step in tl.generation_steps(lm, [ids], params):
 # | TTFT (time to first token) | request in → first token out | prefill: what a user waits before anything appears |
 # | TPOT (time per output token) | mean time of each later token | one decode step |
 # | tokens/s (TPS) | output tokens ÷ end-to-end time | generation speed of a whole request |
-# | decode rate | 1 ÷ TPOT | how fast tokens stream once the first has appeared |
-# | latency | request in → last token out | TTFT + (n − 1) · TPOT |
+# | decode rate | $1/\mathrm{TPOT}$ | how fast tokens stream once the first has appeared |
+# | latency | request in → last token out | $\mathrm{TTFT} + (n-1)\cdot\mathrm{TPOT}$ |
 # | throughput | requests (or tokens) per second over many users | system capacity (chapter 11) |
 #
 # Engines and benchmarks use "tokens/s" for both of the middle rows, which is why two reports of the same
 # run can disagree. In this course **tokens/s always means output tokens ÷ end-to-end time**, TTFT
-# included (`Metrics.tokens_per_s`); 1 ÷ TPOT is called the **decode rate**. The decode rate is the higher
-# of the two, and the gap is the prefill: the shorter the answer, the more TTFT weighs in tokens/s.
+# included (`Metrics.tokens_per_s`); $1/\mathrm{TPOT}$ is called the **decode rate**. The decode rate is the
+# higher of the two, and the gap is the prefill: the shorter the answer, the more TTFT weighs in tokens/s.
 #
 # Timings depend on the machine, so this cell's output differs from run to run.
 
@@ -197,15 +205,16 @@ assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Compare the two phases: prefill handled all the prompt's tokens in one pass, a decode step handled one.
-# Per token, prefill is far cheaper (divide TTFT by the number of prompt tokens). Why processing *N*
-# tokens at once costs much less than *N* single steps is the question of chapters 5 and 10.
+# Per token, prefill is far cheaper (divide TTFT by the number of prompt tokens). Why processing $N$
+# tokens at once costs much less than $N$ single steps is the question of chapters 5 and 10.
 #
 # ## Summary
 # - Text → ids → **prefill** (one pass, fills the KV cache, gives the first logits) → **sample** →
 #   **decode** one token at a time → ids → text.
 # - A forward pass gives logits; a sampler turns them into a token. Greedy takes the most probable one.
 # - TTFT is mostly prefill; time per output token is one decode step.
-# - tokens/s = output tokens ÷ end-to-end time (TTFT included); 1 ÷ TPOT is the decode rate.
+# - $\text{tokens/s} = \text{output tokens} / \text{end-to-end time}$ (TTFT included); $1/\mathrm{TPOT}$ is the
+#   decode rate.
 #
 # ## Exercises
 # 1. Make the prompt ten times longer (for example, paste a paragraph into the question). Predict how

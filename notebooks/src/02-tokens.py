@@ -43,7 +43,7 @@ tok
 # | `tok.token_text(id)` | what one id turns into on its own |
 # | `tok.decode(ids)` | the text of a list of ids |
 #
-# The seeds' first example is `"Hello, how are you?"`.
+# The tokenization example of *LLM Generation Process* (《LLM 生成过程》, §2.1) is `"Hello, how are you?"`.
 
 # %%
 text = "Hello, how are you?"
@@ -62,10 +62,11 @@ print("decoded:", repr(tok.decode(ids)))
 #
 # ## 2.2 The same sentence, another tokenizer
 #
-# The seeds tokenize their examples with Llama 2's tokenizer. Here are those ids next to SmolLM2's:
+# *LLM Generation Process* §2.1 and *LLM Inference Flow* (《LLM 推理流程》) §2.1 tokenize their examples with
+# Llama 2's tokenizer. Here are those ids next to SmolLM2's:
 
 # %%
-llama2 = {  # copied from the seeds (generation-process §2.1, inference-flow §2.1)
+llama2 = {  # copied from the course notes: LLM Generation Process §2.1, LLM Inference Flow §2.1
     "Hello, how are you?": [1, 15043, 29892, 920, 526, 366, 29973],
     "What is artificial intelligence?": [1, 1724, 338, 23116, 21082, 29973],
 }
@@ -131,12 +132,12 @@ print("decoded without special tokens:", repr(tok.decode(ids, skip_special_token
 #
 # ## 2.4 Words, characters, subwords
 #
-# How should text be cut into units? The seeds list the answers in the order they were tried:
+# How should text be cut into units? *LLM Inference Flow* (§2.2) lists the answers in the order they were tried:
 #
 # | method | unit | vocabulary | what it gains | what it costs |
 # | --- | --- | --- | --- | --- |
 # | word-level | whole words | every word seen: hundreds of thousands | short sequences, one token per word | unseen words become `<unk>`; "low", "lower", "lowest" share nothing |
-# | character-level | characters | tiny (letters, digits, punctuation) | no unknown words | long sequences (attention grows with length²); one character carries little meaning |
+# | character-level | characters | tiny (letters, digits, punctuation) | no unknown words | long sequences (attention grows with the square of the length); one character carries little meaning |
 # | subword | frequent words whole, rare words in pieces | chosen size, 30k–150k | both: short sequences and no unknowns | the split depends on training data; ids are tokenizer-specific |
 #
 # Three subword methods are in use:
@@ -144,7 +145,7 @@ print("decoded without special tokens:", repr(tok.decode(ids, skip_special_token
 # | subword method | how it builds the vocabulary | used by |
 # | --- | --- | --- |
 # | **BPE** (byte pair encoding) | start from characters (or bytes); repeatedly merge the most frequent adjacent pair | GPT-2, Llama 3, SmolLM2 (byte-level) |
-# | **WordPiece** | like BPE, but merge the pair with the highest count(ab) / (count(a)·count(b)); word-inner pieces marked `##` | BERT |
+# | **WordPiece** | like BPE, but merge the pair with the highest $\mathrm{count}(ab) / (\mathrm{count}(a)\,\mathrm{count}(b))$; word-inner pieces marked `##` | BERT |
 # | **SentencePiece** | a library, not a rule: works on raw text with the space as the symbol `▁`, trains BPE or a unigram model | Llama 2, T5 |
 #
 # The lengths of one sentence under each choice (the subword column is SmolLM2's tokenizer):
@@ -165,7 +166,7 @@ print(tok.pieces(tok.encode(sentence)))
 # 3. count every adjacent pair of symbols, merge the most frequent one everywhere, add it to the vocabulary;
 # 4. repeat.
 #
-# The seed's example starts from the vocabulary `['l', 'o', 'w', 'e', 'r', 's', 't', ' ']`.
+# The example of *LLM Inference Flow* (§2.3) starts from the vocabulary `['l', 'o', 'w', 'e', 'r', 's', 't', ' ']`.
 
 # %%
 text = "low lower lowest"
@@ -173,7 +174,7 @@ words = split_words(text)
 alphabet, merges = train_bpe(text, n_merges=10)
 print("words:", words)
 print("initial vocabulary:", alphabet)
-assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the seed's eight symbols
+assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the eight symbols of the course notes' example
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Now the merges one at a time. Before each merge we count every adjacent pair ourselves, on the words as
@@ -193,17 +194,17 @@ for step, merge in enumerate(merges, start=1):
 print("after", len(merges), "merges:", bpe_encode(text, merges))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Counting gives `lo` (3 times) and `low` (3 times), as in the seed. After that the seed merges `er` and
-# `es`, but on these three words alone that is not what the counts say: `e` always follows `' low'`
+# Counting gives `lo` (3 times) and `low` (3 times), as in *LLM Inference Flow*. After that its example merges
+# `er` and `es`, but on these three words alone that is not what the counts say: `e` always follows `' low'`
 # (twice), while `er` and `es` occur once each, so BPE builds `' low'`, `' lowe'`, … and ends with each word
 # as a single token. Seven merges and nothing is left to merge.
 #
-# The seed's `er` and `es` come from counting over a larger text, in which many words end in *-er* and
+# Its `er` and `es` must come from counting over a larger text, in which many words end in *-er* and
 # *-est* (exercise 1). Its merge list, applied with `bpe_encode`, does give its final pieces:
 
 # %%
-seed_merges = [("l", "o"), ("lo", "w"), ("e", "r"), ("e", "s"), ("es", "t")]
-pieces = bpe_encode(text, seed_merges)
+notes_merges = [("l", "o"), ("lo", "w"), ("e", "r"), ("e", "s"), ("es", "t")]
+pieces = bpe_encode(text, notes_merges)
 print(pieces)
 assert [p for p in pieces if p != " "] == ["low", "low", "er", "low", "est"]  # low / er / est
 
@@ -246,7 +247,7 @@ print("'er' is merge number", [m.result for m in merges].index("er") + 1)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The first merges are the most frequent pairs of English: a space with the next letter (`' t'`, `' a'`),
-# then `'he'` and `' the'`. The seed's `er` appears early too — on a real text, BPE does learn it.
+# then `'he'` and `' the'`. The `er` of *LLM Inference Flow* appears early too — on a real text, BPE does learn it.
 # SmolLM2's own merge list (stored with the tokenizer) starts the same way:
 
 # %%
@@ -266,7 +267,7 @@ for sentence in held_out:
     print(f"  SmolLM2 : {len(theirs) / n:.2f} tokens/word  {theirs}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Watch the first held-out sentence being built, one merge at a time: drag the slider from 0 (single
+# Watch the first held-out sentence being built, one merge at a time: drag the **merges** slider from 0 (single
 # characters) to 300 (all our merges). Each box is one piece; the title names the merge just applied.
 
 # %%
@@ -319,7 +320,7 @@ for n in range(1, len(ids) + 1):
 # shows `'�'` in the middle of Chinese text. Chapter 9 shows how streaming holds back an unfinished
 # character until its last byte arrives.
 #
-# **What does this model do with Chinese?** The seeds' running example is 今天天气 ("today's weather"),
+# **What does this model do with Chinese?** The interview answer's example is 今天天气 ("today's weather"),
 # continued by a model. Here is SmolLM2's greedy continuation, and its answer to the question in its chat
 # template:
 
@@ -335,7 +336,7 @@ print("chat answer:", repr(lm.generate(question, tl.SamplingParams(temperature=0
 # English text and few Chinese characters got a token of their own. The greedy continuation repeats 气 and
 # strings a few characters together without making a sentence, and in the chat template it echoes the
 # question back. A 135M model trained mostly on English can read and write any UTF-8 text, byte by byte,
-# but it has not learnt Chinese. The seeds' examples assume a model that has; `tl.load` also reads
+# but it has not learnt Chinese. The course notes' examples assume a model that has; `tl.load` also reads
 # Qwen2.5 and Qwen3 checkpoints, which were trained on Chinese, if you have one on disk.
 #
 # ## Summary
@@ -366,10 +367,10 @@ my_text = None
 # Check exercise 1 (run it after the cell above).
 if my_text:
     first = [m.result for m in train_bpe(my_text, n_merges=4)[1]]
-    print("correct: 'er' or 'es' is among the first merges" if {"er", "es"} & set(first)
-          else f"not yet: the first merges are {first}")
+    print(viz.tr("correct: 'er' or 'es' is among the first merges") if {"er", "es"} & set(first)
+          else viz.tr("not yet: the first merges are {first}", first=first))
 else:
-    print("set my_text in the cell above first")
+    print(viz.tr("set my_text in the cell above first"))
 
 # %% tags=["exercise"]
 # Exercise 2: tokens per character for an English, a Chinese and an emoji sentence.

@@ -11,7 +11,7 @@
 #   (greedy, sampling, beam search) turns the logits into a token.
 # - The shape of everything prefill computes: the **residual stream** is `[batch, tokens, 576]` from the
 #   embedding to the final norm; only the LM head widens it to the 49,152-entry vocabulary.
-# - How one attention layer works: Q, K and V, scores q·kᵀ/√d, the **causal mask**, softmax, ·V, and
+# - How one attention layer works: Q, K and V, scores $qk^\top/\sqrt{d}$, the **causal mask**, softmax, ·V, and
 #   **grouped-query attention** (9 query heads share 3 key/value heads).
 # - Why prefill keeps only the **last row** of the logits, and how much work that saves.
 
@@ -39,7 +39,7 @@ print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.1 One inference gives logits, not a token
 #
-# The lecture's first point: a call of the model returns **logits**, an unnormalised score for every
+# The first point of Lecture 11: a call of the model returns **logits**, an unnormalised score for every
 # token of the vocabulary. Which token comes next is decided afterwards, by a decoding strategy. In the
 # Llama source the lecture walks through, the three steps are:
 #
@@ -47,7 +47,7 @@ print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h
 # | --- | --- | --- |
 # | 1. run the decoder layers | `LlamaModel` returns the last `DecoderLayer`'s output | `lm.model.layers`, then `lm.model.norm` |
 # | 2. project to the vocabulary | `lm_head` gives the logits | `lm.model.lm_head` (inside `lm.prefill`) |
-# | 3. decode the logits into a token | greedy, sampling or beam search | `tl.sampling` (chapters 6–8) |
+# | 3. turn the logits into a token (the decoding strategy) | greedy, sampling or beam search | `tl.sampling` (chapters 6–8) |
 #
 # Our prompt repeats a pattern, so the model has an easy guess for the next token:
 
@@ -68,7 +68,8 @@ for p, i in zip(top.values, top.indices, strict=True):
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Nothing in these logits says "the answer is ` Rome`". Two decoding strategies applied to the **same**
 # logits: greedy takes the highest score every time; sampling draws from the probabilities, so it mostly
-# says ` Rome` but not always. (The draws use a seeded generator, so they are the same on every run.)
+# says ` Rome` but not always. (The draws use a generator with a fixed random seed, so they are the same on
+# every run.)
 
 # %%
 greedy = tl.SamplingParams(temperature=0)
@@ -84,7 +85,7 @@ print("10 samples :", [tok.token_text(t) for t in draws])
 #
 # `lm.step_through(ids)` runs the same forward pass as prefill, but stops after every stage and hands us
 # its output: the token embeddings, the output of each of the 30 decoder layers, the final RMSNorm and the
-# logits. The seed draws this as
+# logits. *LLM Generation Process* (《LLM 生成过程》, §2.2) draws this as
 #
 # token ids → embedding → layer 1 → layer 2 → … → layer N → LM head → logits `[seq_len, vocab_size]`
 #
@@ -113,7 +114,7 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 #   token); in 3.6 we meet attention heads that look at the first token and little else.
 # - The final RMSNorm scales every token's vector back to a similar size before the LM head reads it.
 #
-# The seed's diagram has a "position encoding" box right after the embedding. Llama-family models add no
+# That diagram has a "position encoding" box right after the embedding. Llama-family models add no
 # position vector there: a token has the same embedding wherever it stands. Positions enter inside every
 # attention layer, where **RoPE** rotates the queries and keys by an angle that depends on the position.
 # ` capital` is token 1 and token 8 of our prompt:
@@ -128,10 +129,12 @@ print("same vector after layer 0:", torch.equal(stages[1].output[0, 1], stages[1
 #
 # A decoder layer does two things, each added to the residual stream:
 #
-# ```
-# resid_mid = resid_in  + attention(RMSNorm(resid_in))
-# resid_out = resid_mid + MLP(RMSNorm(resid_mid))
-# ```
+# $$
+# \begin{aligned}
+# \mathrm{resid\_mid} &= \mathrm{resid\_in} + \mathrm{attention}(\mathrm{RMSNorm}(\mathrm{resid\_in}))\\
+# \mathrm{resid\_out} &= \mathrm{resid\_mid} + \mathrm{MLP}(\mathrm{RMSNorm}(\mathrm{resid\_mid}))
+# \end{aligned}
+# $$
 #
 # A `tl.Trace` passed to a forward call records, for every layer, the tensors it computed. Nothing is
 # recorded unless we ask, so the normal path stays fast. We trace the prefill and look at layer 1.
@@ -158,7 +161,7 @@ for name, text in meaning.items():
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Grouped-query attention shows in the shapes: there are **9** query heads but only **3** key and value
-# heads. Each KV head serves a group of g = 9 / 3 = 3 query heads: query heads 0–2 read KV head 0, heads
+# heads. Each KV head serves a group of $g = 9/3 = 3$ query heads: query heads 0–2 read KV head 0, heads
 # 3–5 read KV head 1, heads 6–8 read KV head 2. The weight matrices say the same:
 
 # %%
@@ -177,7 +180,7 @@ assert torch.equal(trace.layers[layer + 1].resid_in, t.resid_out)  # layer 2 rea
 print("resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **The causal mask.** Token *i* may attend to tokens 0 … *i* and never to a later one: during training
+# **The causal mask.** Token $i$ may attend to tokens $0, \dots, i$ and never to a later one: during training
 # the model learned to predict each next token without seeing it. The trace keeps the mask that was used
 # (`True` = may attend, shown as 1):
 
@@ -190,8 +193,8 @@ for i in range(S):
     print(f"{i:>2} {names[i]:<10}" + "".join(f"{int(m):>3}" for m in mask[i]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **Scores and probabilities.** Head 2 of layer 1 is a good one to watch. Its scores are q·kᵀ/√d, with −inf
-# written wherever the mask says 0 (the first rows):
+# **Scores and probabilities.** Head 2 of layer 1 is a good one to watch. Its scores are $qk^\top/\sqrt{d}$,
+# with −inf written wherever the mask says 0 (the first rows):
 
 # %%
 head = 2
@@ -201,7 +204,7 @@ for i in range(4):
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Softmax turns each row into probabilities that sum to 1; the −inf entries become exactly 0. This is the
-# **attention pattern**: row *i* says how much token *i* takes from each earlier token's value.
+# **attention pattern**: row $i$ says how much token $i$ takes from each earlier token's value.
 
 # %%
 pattern = t.probs[0, head]  # [S, S]
@@ -215,13 +218,13 @@ print(f"mean attention on the previous token: {float(prev.mean()):.3f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # In all rows but one (the `.`, which looks at itself) the largest weight sits one place left of the
-# diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token *i* − 1 into
-# token *i*'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
+# diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token $i - 1$ into
+# token $i$'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
 #
 # ## 3.4 One head by hand
 #
 # The trace gives us the queries, keys and values of every token (after RoPE). From them, one head's
-# attention is four lines. Head 2 reads KV head 2 // 3 = 0.
+# attention is four lines. Head 2 reads KV head $\lfloor 2/3 \rfloor = 0$.
 
 # %%
 d = cfg.head_dim
@@ -258,8 +261,8 @@ print("o_proj(all 9 heads) = the trace's attn_out:", tuple(t.attn_out.shape))
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.5 Only the last row of the logits is needed
 #
-# `lm.forward` projects **every** position through the LM head and returns `[1, S, V]`. Row *i* holds the
-# model's prediction for token *i* + 1. During prefill an engine needs only the prediction after the
+# `lm.forward` projects **every** position through the LM head and returns `[1, S, V]`. Row $i$ holds the
+# model's prediction for token $i + 1$. During prefill an engine needs only the prediction after the
 # **last** prompt token, so `lm.prefill` returns that row alone. The two agree:
 
 # %%
@@ -282,7 +285,7 @@ for i in range(S):
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # After the first sentence, the model predicts the second one almost word for word: it has seen the
 # pattern once. How much work does skipping the other rows save? The LM head is a [576 × 49,152] matrix,
-# 2·h·V FLOPs per position it projects. `tl.cost` counts the matmul FLOPs of both calls:
+# $2hV$ FLOPs per position it projects. `tl.cost` counts the matmul FLOPs of both calls:
 
 # %%
 lengths = (S, 128, 1000, 2048, cfg.max_position_embeddings)
@@ -336,7 +339,8 @@ print(f"layer 18, heads 7–8: mean attention on the first token {float(sink.mea
 print(f"layer 18, head 6: the last token ' is' → ' Paris' {float(capture.probs[18][6, S - 1, 5]):.3f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The explorer below shows the same data for any layer and head: choose them in the two menus. It opens on
+# The explorer below shows the same data for any layer and head: choose them in the two menus, **layer** and
+# **head**. It opens on
 # the previous-token head. Look for heads that attend to themselves (the diagonal), to the first token,
 # or to the token after an earlier copy of the current one.
 
@@ -346,9 +350,9 @@ explorer.layer.value, explorer.head.value = 1, 2
 explorer
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 3.7 The seed's prefill sketch and teachllm's code
+# ## 3.7 The course notes' prefill sketch and teachllm's code
 #
-# The seed (generation-process §2.3) sketches prefill like this (comments translated):
+# *LLM Generation Process* §2.3 sketches prefill like this (comments translated):
 #
 # ```python
 # def prefill(model, input_ids, kv_cache):
@@ -393,7 +397,8 @@ print(inspect.getsource(Transformer.forward))
 #   token. The model itself never picks a token.
 # - Prefill sends all prompt tokens through every stage together. The residual stream keeps the shape
 #   `[B, S, h]` through all 30 layers; each layer adds an attention output and an MLP output to it.
-# - Attention in one head: scores = q·kᵀ/√d, −inf above the diagonal (causal mask), softmax, then ·V.
+# - Attention in one head: $\text{scores} = qk^\top/\sqrt{d}$, −inf above the diagonal (causal mask), softmax,
+#   then ·V.
 #   Here 9 query heads share 3 KV heads (grouped-query attention), so K and V are 3 times smaller than Q.
 # - Only the last position's logits are needed to choose the next token; projecting just that row cuts the
 #   LM head's work by a factor of S.
@@ -403,7 +408,7 @@ print(inspect.getsource(Transformer.forward))
 #    (`lm.model.norm`, `lm.model.lm_head`) to the last token's vector after every layer, and print the top
 #    token each time.
 # 2. Is head 2 of layer 1 a previous-token head only on sensible text? Measure its mean attention on the
-#    previous token for 24 random token ids (use a seeded `torch.Generator`).
+#    previous token for 24 random token ids (use a `torch.Generator` with a fixed random seed).
 # 3. Replace ` Italy` by ` Spain` in the prompt. Which rows of the logits change, and why? (Chapter 4 builds
 #    on the answer.)
 #

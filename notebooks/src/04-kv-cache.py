@@ -1,7 +1,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 4 · The KV cache
 #
-# **What you will see.** The lecture's derivation of the KV cache, redone with numbers. We append one token
+# **What you will see.** The derivation of the KV cache in Lecture 11, redone with numbers. We append one token
 # to a prompt, recompute everything, and compare row by row: every row that existed before comes out the
 # same, and only the new token's row is new. That new row needs the new token's query and *every* token's
 # keys and values. So an engine keeps K and V — the **KV cache** — and never Q. Then we open teachllm's
@@ -9,11 +9,11 @@
 # recomputing everything.
 #
 # **What you will learn.**
-# - Which rows of QKᵀ, of the attention output and of the logits change when a token is appended, and why
+# - Which rows of $QK^\top$, of the attention output and of the logits change when a token is appended, and why
 #   that makes caching possible at all (the causal mask).
 # - Why K and V are cached and Q is not.
-# - The cache size, 2 · L · n_kv · d · tokens · bytes per element: 46,080 bytes per token for this model,
-#   and what grouped-query attention saves. The same formula for Llama-2-7B.
+# - The cache size, $2 \cdot L \cdot n_{kv} \cdot d \cdot \text{tokens} \cdot b$, with $b$ the bytes per element:
+#   46,080 bytes per token for this model, and what grouped-query attention saves. The same formula for Llama-2-7B.
 # - How a preallocated, contiguous cache is laid out, and how much of it is used.
 # - That cached decoding reproduces the uncached forward pass, and how much work it saves.
 
@@ -38,8 +38,8 @@ L = cfg.n_layers
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4.1 Append one token: what changes?
 #
-# The lecture asks: generating the second "next token" means running the model on *s* + 1 tokens after
-# running it on *s*. Is all of that work new? We run the uncached forward pass twice with a `tl.Trace`:
+# The lecture asks: generating the second "next token" means running the model on $s + 1$ tokens after
+# running it on $s$. Is all of that work new? We run the uncached forward pass twice with a `tl.Trace`:
 # on the prompt (S = 12 tokens), and on the prompt plus the token the model chose (13 tokens).
 
 # %%
@@ -86,7 +86,8 @@ print("new column (key 12) in the old rows: scores all -inf:", bool(b.scores[0, 
 # Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the
 # two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
 #
-# The same picture as the lecture's lower-triangular QKᵀ, for head 2 of layer 1: `=` marks an entry that
+# The same picture as the lecture's lower-triangular $QK^\top$ (slide “回顾 Self-attn 中的计算过程”), for head 2 of
+# layer 1: `=` marks an entry that
 # is the same as in the 12-token run, `N` a new entry, `·` an entry the causal mask hides.
 
 # %%
@@ -118,7 +119,7 @@ for x, y in zip(short_trace.layers, long_trace.layers, strict=True):
 print(f"all {L} layers: every value of the 12 old tokens is unchanged by the 13th")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Why: the causal mask. Token *i* reads only tokens 0 … *i*, in every layer, so nothing that comes after it
+# Why: the causal mask. Token $i$ reads only tokens $0, \dots, i$, in every layer, so nothing that comes after it
 # can change anything computed for it. That is the property that makes a cache correct: what was computed
 # for old tokens stays valid forever. (A model whose tokens could see the future, such as BERT, would have
 # to recompute everything.)
@@ -126,7 +127,14 @@ print(f"all {L} layers: every value of the 12 old tokens is unchanged by the 13t
 # **What the new row needs.** Follow the lecture's shapes. The logits for the next token come from the last
 # row only; in every layer that row is
 #
-# q_new `[1, d]` · [k_0 … k_new]ᵀ `[d, S+1]` → scores `[1, S+1]` → softmax → · [v_0 … v_new] `[S+1, d]` → `[1, d]`
+# $$
+# \underbrace{q_{\text{new}}}_{[1,\ d]}\;
+# \underbrace{[k_0 \dots k_{\text{new}}]^\top}_{[d,\ S+1]}
+# \;\to\; \underbrace{\text{scores}}_{[1,\ S+1]}
+# \;\to\; \operatorname{softmax}
+# \;\to\; \cdot\, \underbrace{[v_0 \dots v_{\text{new}}]}_{[S+1,\ d]}
+# \;\to\; [1,\ d]
+# $$
 #
 # It needs the **new** token's query and the keys and values of **all** tokens. The old tokens' keys and
 # values are exactly those of the 12-token run (checked above), so the new row can be built from the
@@ -145,7 +153,7 @@ torch.testing.assert_close(row, b.probs[0, head, S:])
 print("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# So, as the lecture concludes:
+# So, as the lecture concludes (slide “LLM 自回归过程中的 kv 复用”):
 # - **Keep K and V** of every token, in every layer: each later token reads all of them.
 # - **Never keep Q**: an old token's query served only its own row, which is finished. The new row needs
 #   only the new token's query, which depends on the new token and is computed fresh.
@@ -155,8 +163,8 @@ print("new row of the attention pattern from old K, V + the new token's q, k, v 
 #
 # ## 4.2 teachllm's KV cache
 #
-# The seed's interview answer (prefill-vs-decode-qa §5.1) sketches a cache as one preallocated,
-# contiguous block (comments translated):
+# The interview answer in the course notes (§5.1) sketches a cache as one preallocated, contiguous block
+# (comments translated):
 #
 # ```python
 # class KVCache:
@@ -219,7 +227,9 @@ print("slot 12 now holds the new token's K and V; all 13 slots = the 13-token ru
 #
 # Per token, every layer keeps one key and one value vector per KV head:
 #
-# bytes per token = 2 (K and V) · L · n_kv · d · bytes per element
+# $$
+# \text{bytes per token} = \underbrace{2}_{\text{K and V}} \cdot L \cdot n_{kv} \cdot d \cdot \text{bytes per element}
+# $$
 #
 # For SmolLM2-135M in float32 that is 2 · 30 · 3 · 64 · 4. The cache's own count and `tl.cost.kv_cache_bytes`
 # must agree with the formula, and with the tensors' real sizes:
@@ -248,8 +258,8 @@ weights = tl.cost.weight_bytes(cfg)
 print(f"KV cache at {cfg.max_position_embeddings:,} tokens: {full / 1e6:.0f} MB; weights: {weights / 1e6:.0f} MB")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **What grouped-query attention saves.** The cache stores n_kv heads, not n_h. With one KV head per query
-# head (plain multi-head attention, n_kv = 9) it would be three times larger; with a single KV head
+# **What grouped-query attention saves.** The cache stores $n_{kv}$ heads, not $n_h$. With one KV head per query
+# head (plain multi-head attention, $n_{kv} = 9$) it would be three times larger; with a single KV head
 # (multi-query attention) three times smaller:
 
 # %%
@@ -285,8 +295,8 @@ assert 32 * tl.cost.kv_cache_bytes(llama2_7b, 4096, dtype="float16") == 64 * 2**
 # ## 4.4 Cached = uncached
 #
 # The cache is only worth having if it changes nothing. Generate 8 tokens greedily with prefill and decode
-# steps, then run `lm.forward` once over the prompt plus those tokens, with no cache. Row S − 1 + i of the
-# uncached logits predicts the same token as decode step i:
+# steps, then run `lm.forward` once over the prompt plus those tokens, with no cache. Row $S - 1 + i$ of the
+# uncached logits predicts the same token as decode step $i$:
 
 # %%
 n_new = 8
@@ -348,8 +358,8 @@ print(f"of which the weights: {step.weight_bytes / 1e6:.1f} MB in both")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 16.0× the arithmetic, but almost the same bytes (1.00×): both calls read every weight of the model
-# once (538.1 MB in float32), and that is nearly all the traffic. Which of the two ratios does the clock
-# follow? The next cell times both calls (the median of five runs; the exact times depend on the machine,
+# once (538.1 MB in float32), and that is nearly all the traffic. Which of the two ratios does the running
+# time follow? The next cell times both calls (the median of five runs; the exact times depend on the machine,
 # so its output is not checked):
 
 # %%
@@ -375,13 +385,13 @@ print(f"without a cache {t_redo * 1e3:.0f} ms, with it {t_step * 1e3:.0f} ms: {t
 # for the weights to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in
 # that wait almost for free. That is why the cache matters less for a short chat on a CPU than its FLOP
 # count suggests, and more as the sequence grows: the rerun's FLOPs grow with every token until
-# arithmetic, not memory, is the limit (the first table: 100 tokens after a 1,000-token prompt). Chapter 10
+# compute, not memory, is the limit (the first table: 100 tokens after a 1,000-token prompt). Chapter 10
 # draws this as a roofline.
 #
 # ## 4.5 Watching the cache grow
 #
 # `cache_point` reads a cache after each step of the generation loop: its own byte count, the formula's,
-# and each layer's tensors. `cache_growth_figure` draws them. The loop allocates S + max_tokens slots up
+# and each layer's tensors. `cache_growth_figure` draws them. The loop allocates $S$ + `max_tokens` slots up
 # front; the used bytes climb by 46,080 per step towards that line.
 
 # %%
@@ -407,8 +417,8 @@ CacheGrowthView(lm, prompt, params)
 #   because of the causal mask. Only the new token's row is new.
 # - That row needs the new query and all keys and values. So the engine caches K and V of every token in
 #   every layer, and computes Q (and the layer outputs) for the new token only.
-# - Cache size = 2 · L · n_kv · d · tokens · bytes: 46,080 bytes per token here (fp32), 0.5 MiB for
-#   Llama-2-7B (fp16). GQA divides it by n_h / n_kv (3 here).
+# - $\text{cache size} = 2 \cdot L \cdot n_{kv} \cdot d \cdot \text{tokens} \cdot b$, with $b$ the bytes per element:
+#   46,080 bytes per token here (fp32), 0.5 MiB for Llama-2-7B (fp16). GQA divides it by $n_h / n_{kv}$ (3 here).
 # - teachllm's `KVCache` is preallocated and contiguous: `bytes_allocated` is fixed, `bytes_used` grows by
 #   one token's worth per decode step.
 # - Cached decoding gives the same tokens and (within 5e-4) the same logits as recomputing everything,
@@ -436,13 +446,14 @@ CacheGrowthView(lm, prompt, params)
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
 # Exercise 3: your answer here.
-my_tokens = None  # your answer: tokens of KV cache that fit, 32 KV heads
+my_tokens = None  # your answer: tokens of KV cache that fit with 32 KV heads
 
 # %% tags=["check"] jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-# Check exercise 3: set my_tokens (tokens of KV cache that fit with 32 KV heads) in the cell above, then run this.
+# Check exercise 3: set my_tokens in the cell above, then run this.
 if my_tokens is None:
-    print("set my_tokens in the cell above first")
+    print(viz.tr("set my_tokens in the cell above first"))
 else:
     _free = 80e9 - tl.cost.weight_bytes(llama2_7b, "float16")
     _want = _free // tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16")
-    print("correct (within 5%)" if abs(my_tokens - _want) <= 0.05 * _want else "not yet: count the bytes per token again")
+    print(viz.tr("correct (within 5%)") if abs(my_tokens - _want) <= 0.05 * _want
+          else viz.tr("not yet: count the bytes per token again"))

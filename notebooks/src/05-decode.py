@@ -58,8 +58,8 @@ next_logits = lm.decode_step(token, cache, trace=trace)  # [1, V]
 print(f"decode step fed {tok.token_text(token)!r} → {tok.token_text(int(next_logits.argmax(-1)))!r};", cache)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The step ran one token through all 30 layers. Its trace has the shapes of the seed's `decode_step`
-# sketch: one query row, T = S + 1 = 13 keys.
+# The step ran one token through all 30 layers. Its trace has the shapes of the `decode_step` sketch in
+# *LLM Generation Process* (《LLM 生成过程》): one query row, T = S + 1 = 13 keys.
 
 # %%
 t = trace.layers[layer]
@@ -75,7 +75,7 @@ print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 #
 # ## 5.2 One decode step by hand, for one layer
 #
-# The seed's sketch of a decode step, per layer (generation-process §3.2):
+# The sketch of a decode step in *LLM Generation Process* §3.2, per layer:
 #
 # ```python
 # q_new = layer.q_proj(hidden_states)          # [batch, 1, hidden]
@@ -158,7 +158,7 @@ for label, p in zip(labels, row, strict=True):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.3 The decode loop
 #
-# The seed's `decode_loop` (generation-process §3.3), comments translated:
+# The `decode_loop` of *LLM Generation Process* §3.3, comments translated:
 #
 # ```python
 # def decode_loop(model, first_token, kv_cache, max_tokens, stop_token_id):
@@ -289,8 +289,8 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # A decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP: about one
 # FLOP for every two bytes. Prefill does the same weight reading for every token of the prompt at once.
-# That is why the seeds call prefill compute-bound and decode memory-bound; chapter 10 measures both on
-# a roofline.
+# That is why the course notes call prefill compute-bound and decode memory-bound; chapter 10 measures both
+# on a roofline.
 #
 # ## Summary
 # - A decode step runs one token: q_new, k_new, v_new from its hidden state (RMSNorm, projections, RoPE at
@@ -303,11 +303,12 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
 # - A decode step does little arithmetic for all the weights it reads: it is memory-bound.
 #
 # ## Exercises
-# 1. (Seed exercise 1.) Why can decode not process many tokens in parallel the way prefill does? Test it:
-#    if you already knew the 10 tokens of 5.3, could one forward pass give every step's logits? And in real
-#    generation, what would that pass need that you do not have yet?
+# 1. (*LLM Generation Process*, question 1.) Why can decode not process many tokens in parallel the way
+#    prefill does? Test it: if you already knew the 10 tokens of 5.3, could one forward pass give every
+#    step's logits? And in real generation, what would that pass need that you do not have yet?
 # 2. A decode step's attention work grows with the cache; its other work does not. At what context length
-#    does attention (QKᵀ and ·V) cost as many FLOPs as the rest of the step? Use `tl.cost.decode_flops`.
+#    does attention ($QK^\top$ and $\cdot V$) cost as many FLOPs as the rest of the step? Use
+#    `tl.cost.decode_flops`.
 # 3. 5.1 said decode needs no causal mask. Decode a batch of two prompts of different lengths (teachllm
 #    left-pads the shorter one) and look at the decode step's mask. Is it still all True?
 #
@@ -317,8 +318,7 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
 # Exercise 1: one forward pass over the prompt and the 10 known tokens.
 
 # %% tags=["exercise"]
-# Exercise 2: put your answer in my_T, the first context length where attention costs at least as much
-# as the rest of the step.
+# Exercise 2: set my_T to the first context length where attention costs at least as much as the rest.
 my_T = None
 
 # %% tags=["check"]
@@ -328,10 +328,10 @@ if my_T:
         f = tl.cost.decode_flops(cfg, T)
         return f.attention >= f.linear
 
-    print("correct" if attention_wins(my_T) and not attention_wins(my_T - 1)
-          else "not yet: attention does not first catch up at that length")
+    print(viz.tr("correct") if attention_wins(my_T) and not attention_wins(my_T - 1)
+          else viz.tr("not yet: attention does not first catch up at that length"))
 else:
-    print("set my_T in the cell above first")
+    print(viz.tr("set my_T in the cell above first"))
 
 # %% tags=["exercise"]
 # Exercise 3: decode a batch of two prompts of different lengths and look at the mask.

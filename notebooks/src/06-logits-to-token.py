@@ -5,8 +5,9 @@
 # vocabulary. A *decoding strategy* turns those scores into one token. We take the scores of a real model
 # for two prompts, one where the model is sure of the next word and one where many words fit, and apply
 # each rule to them in turn: greedy decoding, temperature, top-k, top-p, min-p, and then several rules at
-# once, in the order transformers and vLLM apply them. The examples in the seeds and the lecture are
-# recomputed with teachllm's own functions. At the end, an explorer lets you move the sliders yourself.
+# once, in the order transformers and vLLM apply them. The worked examples of *LLM Generation Process*
+# (《LLM 生成过程》) and of Lecture 11 are recomputed with teachllm's own functions. At the end, an explorer
+# lets you move the sliders yourself.
 #
 # **What you will learn.**
 # - **Logits** are unnormalised scores; softmax turns them into probabilities.
@@ -15,7 +16,8 @@
 #   *shape*. **Top-k**, **top-p** and **min-p** only *cut* the list of candidates.
 # - The order of the rules matters: transformers applies temperature → top-k → top-p → min-p, while vLLM
 #   applies min-p before top-k and top-p. The same settings can then give different distributions.
-# - Which settings suit which task: the seeds' table of presets, run on one prompt.
+# - Which settings suit which task: the table of parameter combinations in *LLM Generation Process*, as
+#   presets run on one prompt.
 
 # %%
 import math
@@ -51,7 +53,7 @@ def top_tokens(logits, n=6):
 # the last prompt token. These scores are the **logits**. They can be any real number, and only their
 # differences matter. Softmax turns them into probabilities:
 #
-# p_i = exp(z_i) / Σ_j exp(z_j)
+# $$p_i = \frac{\exp(z_i)}{\sum_j \exp(z_j)}$$
 #
 # We use two prompts throughout this chapter. After "The capital of France is" the model is nearly sure of
 # the next word. After "Once upon a time, there was a" many words fit.
@@ -68,18 +70,19 @@ for name, logits in (("sure", sure), ("open", open_)):
                                       zip(top.values, top.indices, strict=True)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The generation-process seed illustrates softmax with four logits, [−1.2, 0.5, 2.3, −0.1, …], and four
+# *LLM Generation Process* (§4.1) illustrates softmax with four logits, [−1.2, 0.5, 2.3, −0.1, …], and four
 # probabilities, [0.01, 0.05, 0.30, 0.03, …]. Those numbers are illustrative, not the output of a model,
-# and the "…" matters: softmax over the four logits alone gives quite different probabilities. The seed's
-# numbers fit one normaliser, a vocabulary in which the tokens not listed hold most of the probability:
+# and the "…" matters: softmax over the four logits alone gives quite different probabilities. The
+# example's numbers fit one normaliser, a vocabulary in which the tokens not listed hold most of the
+# probability:
 
 # %%
-seed_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
-print("softmax of the four alone:", [round(p, 2) for p in seed_z.softmax(-1).tolist()])
+notes_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
+print("softmax of the four alone:", [round(p, 2) for p in notes_z.softmax(-1).tolist()])
 normaliser = math.exp(2.3) / 0.30  # Σ exp(z) over the whole vocabulary, if p(2.3) = 0.30
 print("with Σ exp(z) =", round(normaliser, 1), "for the whole vocabulary:",
-      [round(math.exp(z) / normaliser, 2) for z in seed_z.tolist()])
-print(f"the tokens behind the '…' then hold {1 - float(seed_z.exp().sum()) / normaliser:.0%} of the probability")
+      [round(math.exp(z) / normaliser, 2) for z in notes_z.tolist()])
+print(f"the tokens behind the '…' then hold {1 - float(notes_z.exp().sum()) / normaliser:.0%} of the probability")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Back to the model's own logits. Softmax turns them into probabilities that sum to 1. Adding the same number to every logit changes
@@ -118,6 +121,8 @@ for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
 # Temperature divides the logits z by T before softmax:
 #
 # $$p_i = \frac{\exp(z_i / T)}{\sum_j \exp(z_j / T)}$$
+#
+# *LLM Generation Process* §4.3 sums up its effect:
 #
 # | temperature | effect | used for |
 # | --- | --- | --- |
@@ -186,21 +191,21 @@ for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_
 # ## 6.4 Top-k sampling
 #
 # Top-k keeps the k most likely tokens, sets every other logit to −∞, and samples from what is left after
-# softmax renormalises it. The seed's example has k = 3:
+# softmax renormalises it. In *LLM Generation Process* §4.4, the example has k = 3:
 
 # %%
-seed_probs = torch.tensor([0.40, 0.30, 0.15, 0.10, 0.05])
-seed_logits = seed_probs.log()  # any logits with these probabilities; softmax(log p) = p
+notes_probs = torch.tensor([0.40, 0.30, 0.15, 0.10, 0.05])
+notes_logits = notes_probs.log()  # any logits with these probabilities; softmax(log p) = p
 names = ["A", "B", "C", "D", "E"]
-after = sampling.apply_top_k(seed_logits, 3).softmax(dim=-1)
+after = sampling.apply_top_k(notes_logits, 3).softmax(dim=-1)
 print("original:  ", end="")
-show(seed_probs, names, 2)
+show(notes_probs, names, 2)
 print("top-3:     ", end="")
-show(seed_probs.masked_fill(after == 0, 0), names, 2)
+show(notes_probs.masked_fill(after == 0, 0), names, 2)
 print("normalised:", end="")
 show(after, names, 2)
 assert torch.allclose(after, torch.tensor([0.47, 0.35, 0.18, 0.0, 0.0]), atol=0.005)
-print(f"kept mass {float(seed_probs[:3].sum()):.2f}; 0.40 / {float(seed_probs[:3].sum()):.2f} = {0.40 / float(seed_probs[:3].sum()):.2f}")
+print(f"kept mass {float(notes_probs[:3].sum()):.2f}; 0.40 / {float(notes_probs[:3].sum()):.2f} = {0.40 / float(notes_probs[:3].sum()):.2f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Each survivor is divided by the mass that is kept, 0.40 + 0.30 + 0.15 = 0.85, so 0.40 becomes 0.47.
@@ -253,23 +258,23 @@ for name, logits in (("sure", sure), ("open", open_)):
 # ## 6.5 Top-p (nucleus) sampling
 #
 # Top-p keeps the smallest set of most likely tokens whose probabilities add up to at least p, so the
-# number of candidates adapts to the distribution. The seed's example has p = 0.9:
+# number of candidates adapts to the distribution. In *LLM Generation Process* §4.5, the example has p = 0.9:
 
 # %%
-after = sampling.apply_top_p(seed_logits, 0.9).softmax(dim=-1)
+after = sampling.apply_top_p(notes_logits, 0.9).softmax(dim=-1)
 kept = after > 0
 print("sorted:     ", end="")
-show(seed_probs, names, 2)
+show(notes_probs, names, 2)
 print("cumulative: ", end="")
-show(seed_probs.cumsum(0), names, 2)
-print(f"top-p 0.9 keeps {int(kept.sum())} tokens holding {float(seed_probs[kept].sum()):.2f} of the probability")
+show(notes_probs.cumsum(0), names, 2)
+print(f"top-p 0.9 keeps {int(kept.sum())} tokens holding {float(notes_probs[kept].sum()):.2f} of the probability")
 print("normalised: ", end="")
 show(after, names, 3)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # After three tokens the cumulative probability is 0.85, not yet 0.9. The fourth token crosses 0.9 and is
 # **kept**, so the nucleus holds 0.95. transformers writes the rule the other way round, and teachllm
-# follows it: sort the tokens from least to most likely, and remove those whose cumulative sum is ≤ 1 − p.
+# follows it: sort the tokens from least to most likely, and remove those whose cumulative sum is $\le 1 - p$.
 # The most likely token always survives. The reference example has [.1, .2, .3, .4] and p = 0.6, and
 # both .3 and .4 survive:
 
@@ -277,7 +282,7 @@ show(after, names, 3)
 ref_probs = torch.tensor([0.1, 0.2, 0.3, 0.4])
 print("p = 0.6 keeps", sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tolist())
 for p in (0.3, 0.5, 0.75, 0.9, 0.96):
-    print(f"seed example, p = {p:<4}: {int(sampling.apply_top_p(seed_logits, p).isfinite().sum())} tokens kept")
+    print(f"notes example, p = {p:<4}: {int(sampling.apply_top_p(notes_logits, p).isfinite().sum())} tokens kept")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # On the live logits, the same p keeps a handful of tokens after the "sure" prompt and hundreds after the
@@ -303,8 +308,8 @@ for T in (0.5, 1.0, 1.5):
 # ## 6.6 Min-p
 #
 # Min-p removes every token whose probability is less than min_p times the top token's probability:
-# remove i if p_i < min_p · max_j p_j. The threshold is relative, so it tightens when the model is sure and
-# loosens when it is not:
+# remove token $i$ if $p_i < m \cdot \max_j p_j$, where $m$ is `min_p`. The threshold is relative, so it
+# tightens when the model is sure and loosens when it is not:
 
 # %%
 for name, logits in (("sure", sure), ("open", open_)):
@@ -347,11 +352,11 @@ print(f"same {int(ours.isfinite().sum())} surviving tokens, same logits: {top_to
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Top-k and top-p together** (the lecture's "top-k + top-p sampling"). transformers applies top-k first,
 # and top-p then works on the renormalised survivors. The other order can give a different result. On the
-# seed's distribution with k = 3 and p = 0.8:
+# distribution of the *LLM Generation Process* example, with k = 3 and p = 0.8:
 
 # %%
-k_then_p = sampling.apply_top_p(sampling.apply_top_k(seed_logits, 3), 0.8).softmax(dim=-1)
-p_then_k = sampling.apply_top_k(sampling.apply_top_p(seed_logits, 0.8), 3).softmax(dim=-1)
+k_then_p = sampling.apply_top_p(sampling.apply_top_k(notes_logits, 3), 0.8).softmax(dim=-1)
+p_then_k = sampling.apply_top_k(sampling.apply_top_p(notes_logits, 0.8), 3).softmax(dim=-1)
 print("top-k, then top-p (transformers):", end=" ")
 show(k_then_p, names)
 print("top-p, then top-k:               ", end=" ")
@@ -377,14 +382,14 @@ def vllm_order(logits, p: tl.SamplingParams):
 
 
 params = tl.SamplingParams(temperature=1.0, top_p=0.8, min_p=0.3)
-hf_order = sampling.process_logits(seed_logits, params, [], []).softmax(dim=-1)
+hf_order = sampling.process_logits(notes_logits, params, [], []).softmax(dim=-1)
 print("transformers: top-p 0.8, then min-p 0.3:", end=" ")
 show(hf_order, names)
 print("vLLM:         min-p 0.3, then top-p 0.8:", end=" ")
-show(vllm_order(seed_logits, params).softmax(dim=-1), names)
-after_top_p = sampling.apply_top_p(seed_logits, 0.8).softmax(dim=-1)  # what min-p sees in transformers
+show(vllm_order(notes_logits, params).softmax(dim=-1), names)
+after_top_p = sampling.apply_top_p(notes_logits, 0.8).softmax(dim=-1)  # what min-p sees in transformers
 print(f"min-p thresholds: transformers 0.3 × {float(after_top_p.max()):.2f} = {0.3 * float(after_top_p.max()):.2f}, "
-      f"vLLM 0.3 × {float(seed_probs.max()):.2f} = {0.3 * float(seed_probs.max()):.2f}")
+      f"vLLM 0.3 × {float(notes_probs.max()):.2f} = {0.3 * float(notes_probs.max()):.2f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # In transformers, top-p 0.8 keeps A, B and C (cumulative .40, .70, .85). Min-p 0.3 then asks for
@@ -421,7 +426,8 @@ for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.in
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.8 The presets: one setting per task
 #
-# The seed's table of parameter combinations, with the value `teachllm.viz.PRESETS` picks inside each range:
+# The table of parameter combinations in *LLM Generation Process* §4.7, with the value `teachllm.viz.PRESETS`
+# picks inside each range:
 #
 # | task | temperature | top-p | top-k | preset |
 # | --- | --- | --- | --- | --- |
@@ -431,8 +437,8 @@ for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.in
 # | creative writing | 1.0–1.2 | 0.95 | 50 | `creative` |
 # | brainstorming | 1.5–2.0 | 0.98 | 100 | `brainstorm` |
 #
-# Each preset on the same chat prompt, with the same seed. The first two columns describe the first step:
-# how many tokens survive the filters, and the entropy of what is left.
+# Each preset on the same chat prompt, with the same random seed. The first two columns describe the first
+# step: how many tokens survive the filters, and the entropy of what is left.
 
 # %%
 for name, preset in viz.PRESETS.items():
@@ -454,10 +460,10 @@ for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
 # on one token (0.00 bits), and yet within 16 steps the text leaves the greedy path. `factual QA` cuts the
 # first step down to one token. From there down the table, more tokens survive each row and the text grows
 # more varied. `brainstorm` has nearly 5 bits at the first step and soon stops making sense. A sampled text
-# depends on the seed: change it and run again.
+# depends on the random seed: change it and run again.
 #
-# **Two seeds, two ranges for brainstorming.** The table above (the generation-process seed) puts
-# brainstorming at T = 1.5–2.0; the lecture (quoted in 6.3) puts creative writing and brainstorming together at
+# **Two sources, two ranges for brainstorming.** The table above (from *LLM Generation Process*) puts
+# brainstorming at T = 1.5–2.0; Lecture 11 (quoted in 6.3) puts creative writing and brainstorming together at
 # T = 0.7–1.3. Which one suits this model? One way to ask it: sample a brainstorm at several temperatures
 # (top-p 0.98 and top-k 100, as in the table) and score each text with the model itself, by the mean
 # log-probability it gives the sampled tokens at T = 1 (in nats per token; the higher, the more the text
@@ -479,7 +485,7 @@ for T in (0.7, 1.0, 1.3, 1.5, 2.0):
 # ("smolyum"), and at 2.0 the sentence drifts away from the question. For a 135M model, the lecture's
 # range is the one it supports, and its lower half at that; the table's 1.5–2.0 assumes a larger model,
 # whose distributions are sharper to begin with, so the same temperature flattens them less. Change the
-# seed and run again to see how much of this is the seed.
+# random seed and run again to see how much of this comes from the random seed.
 #
 # ## 6.9 Explore
 #
@@ -495,7 +501,7 @@ viz.distribution_figure(d)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Then the explorer. It runs the model once and, when a slider moves, reruns `process_logits` on the same
 # logits. Pick a preset, move temperature, top-k, top-p and min-p, and press *sample* to draw a token with
-# the seed shown.
+# the random seed shown.
 
 # %%
 viz.DistributionExplorer(lm, question)
@@ -507,7 +513,8 @@ viz.DistributionExplorer(lm, question)
 # - Greedy takes the argmax. It is top-k with k = 1, and `temperature=0` in teachllm and vLLM.
 # - Temperature divides the logits by T. T → 0 approaches greedy and T → ∞ approaches uniform. It is the
 #   only rule that changes the odds between tokens.
-# - Top-k keeps a fixed number of tokens (seed: [.40, .30, .15, .10, .05] → [.47, .35, .18, 0, 0]). Top-p
+# - Top-k keeps a fixed number of tokens (*LLM Generation Process*: [.40, .30, .15, .10, .05] →
+#   [.47, .35, .18, 0, 0]). Top-p
 #   keeps the smallest set that reaches p, and the token that crosses p stays (p = 0.9 keeps four tokens,
 #   0.95 of the mass). Min-p keeps tokens within a factor of the best one. Top-p and min-p adapt to how
 #   sure the model is; top-k does not.
@@ -515,9 +522,10 @@ viz.DistributionExplorer(lm, question)
 #   since 0.8) runs min-p before top-k and top-p.
 #
 # ## Exercises
-# 1. (Seed exercise 2.) Is `temperature = 0` the same as greedy decoding? Try dividing the logits by 0. Then
-#    sample at T = 0.5, 0.1 and 0.01 and count how often you get the greedy token. What happens when two
-#    tokens tie for the top? What does transformers say to `do_sample=True, temperature=0`?
+# 1. (*LLM Generation Process*, question 2.) Is `temperature = 0` the same as greedy decoding? Try dividing
+#    the logits by 0. Then sample at T = 0.5, 0.1 and 0.01 and count how often you get the greedy token.
+#    What happens when two tokens tie for the top? What does transformers say to
+#    `do_sample=True, temperature=0`?
 # 2. Temperature keeps the ranking of tokens. Does it change *which* tokens top-k keeps? Which tokens top-p
 #    keeps?
 # 3. Section 6.7 showed that min-p gives different results before and after top-p. Is the same true for

@@ -77,13 +77,13 @@ for word in (" dog", " cat"):
 #
 # A **penalty** changes the logits of tokens that already occurred, before any sampling rule sees them:
 #
-# | penalty | formula on the logit of token *j* | counts tokens in | kind | defined by |
+# | penalty | formula on the logit of token $j$ | counts tokens in | kind | defined by |
 # | --- | --- | --- | --- | --- |
-# | repetition penalty *r* | *ℓ / r* if *ℓ* > 0, else *ℓ · r* (every token seen, once) | prompt + output | soft, scales the logit | CTRL paper; HF `repetition_penalty`, vLLM |
-# | presence penalty | *ℓ − presence* if *j* occurred | output only | soft, a constant | OpenAI API, vLLM |
-# | frequency penalty | *ℓ − frequency · c_j* (*c_j* = times *j* occurred) | output only | soft, grows with each use | OpenAI API, vLLM |
-# | no-repeat n-gram *n* | −∞ for a token that would repeat an earlier n-gram | prompt + output | **hard**: forbidden | HF `no_repeat_ngram_size` |
-# | length penalty | score = Σ log p / length^lp | a whole finished sequence | ranks beams | HF beam search (chapter 8) |
+# | repetition penalty $r$ | $\ell / r$ if $\ell > 0$, else $\ell \cdot r$ (every token seen, once) | prompt + output | soft, scales the logit | CTRL paper; HF `repetition_penalty`, vLLM |
+# | presence penalty | $\ell - \text{presence}$ if $j$ occurred | output only | soft, a constant | OpenAI API, vLLM |
+# | frequency penalty | $\ell - \text{frequency} \cdot c_j$ ($c_j$ = times $j$ occurred) | output only | soft, grows with each use | OpenAI API, vLLM |
+# | no-repeat n-gram $n$ | $-\infty$ for a token that would repeat an earlier n-gram | prompt + output | **hard**: forbidden | HF `no_repeat_ngram_size` |
+# | length penalty | $\text{score} = \sum \log p \,/\, \text{length}^{lp}$ | a whole finished sequence | ranks beams | HF beam search (chapter 8) |
 #
 # To compute them by hand we take the logits at one step inside the loop: after 12 generated tokens,
 # where greedy chose ` dog` (for the fourth time).
@@ -138,9 +138,13 @@ for r in (1.05, 1.2):
 #
 # ## 7.3 Presence and frequency penalties (output only)
 #
-# These come from the OpenAI API; vLLM implements them. Let *c_j* be how often token *j* occurs in the
-# **output** so far. Then *ℓ_j − c_j · frequency − (c_j > 0) · presence*. A plain subtraction, in logit
-# units; the prompt is not counted.
+# These come from the OpenAI API; vLLM implements them. Let $c_j$ be how often token $j$ occurs in the
+# **output** so far. Then the logit $\ell_j$ becomes
+#
+# $$\ell_j - c_j \cdot \text{frequency} - \mathbb{1}[c_j > 0] \cdot \text{presence}$$
+#
+# where $\mathbb{1}[c_j > 0]$ is 1 if $j$ occurred and 0 if not. A plain subtraction, in logit units; the
+# prompt is not counted.
 
 # %%
 presence, frequency = 0.5, 0.5
@@ -251,8 +255,8 @@ for name, ids in results.items():
 # ## 7.6 Length penalty belongs to beam search
 #
 # The lecture's list ends with the length penalty. It does not change logits at all: it changes how beam
-# search ranks *finished* sequences, score = Σ log p / length^lp, so it only exists when `num_beams` > 1.
-# Chapter 8 shows it.
+# search ranks *finished* sequences, $\text{score} = \sum \log p \,/\, \text{length}^{lp}$, so it only exists
+# when `num_beams` > 1. Chapter 8 shows it.
 #
 # ## 7.7 Tuning tips
 #

@@ -11,7 +11,8 @@
 # - The probability of a whole sequence, and why choosing the best token at each step (greedy) does not
 #   always give the most probable sequence.
 # - How beam search works: candidates, summed log-probabilities, finished hypotheses.
-# - What the **length penalty** does: score = Σ log p / length^lp, and how its value changes the winner.
+# - What the **length penalty** does: $\text{score} = \sum \log p \,/\, \text{length}^{lp}$, and how its value
+#   changes the winner.
 # - What beam search is good for, and what it costs.
 
 # %%
@@ -40,9 +41,9 @@ def token_logprobs(prompt_ids, output_ids):
 # ## 8.1 Three ways to decode
 #
 # The model gives a probability for the next token; the probability of a whole continuation
-# *y*₁ … *y*ₙ is the product of the steps, so its log-probability is a sum:
+# $y = y_1 \dots y_n$ of a prompt $x$ is the product of the steps, so its log-probability is a sum:
 #
-# log P(*y* | prompt) = log p(*y*₁ | prompt) + log p(*y*₂ | prompt, *y*₁) + … + log p(*y*ₙ | prompt, *y*₁ … *y*ₙ₋₁)
+# $$\log P(y \mid x) = \log p(y_1 \mid x) + \log p(y_2 \mid x, y_1) + \dots + \log p(y_n \mid x, y_1 \dots y_{n-1})$$
 #
 # | strategy | each step | result | good for |
 # | --- | --- | --- | --- |
@@ -78,8 +79,8 @@ print(f"beam ÷ greedy probability: e^{gap:.2f} = {math.exp(gap):.1f}×")
 # Each step, every running beam proposes continuations. A candidate scores its beam's summed log-probability
 # plus the new token's log-probability; of all *k* × vocabulary candidates the best *k* become the new beams.
 # A candidate that ends — with the EOS token, or by reaching `max_tokens` — becomes a **finished
-# hypothesis** instead, scored Σ log p / length^lp (8.4). `tl.beam_search_steps` yields the state after
-# every step.
+# hypothesis** instead, scored $\sum \log p \,/\, \text{length}^{lp}$ (8.4). `tl.beam_search_steps` yields
+# the state after every step.
 
 # %%
 params = tl.SamplingParams(num_beams=3, max_tokens=8)
@@ -98,7 +99,7 @@ for step in steps:
 # - A beam can fall behind and come back: ` Paris. The` is second at step 3 and its continuation
 #   ` Paris. The capital of` is first at step 5, ahead of the greedy path ` Paris.\n\nThe`.
 # - At step 8 `max_tokens` is reached, every candidate ends, and the finished hypotheses are ranked by
-#   Σ log p / 8.
+#   $\sum \log p \,/\, 8$.
 #
 # The running scores are nothing but sums of the model's log-probabilities. Check one beam at every step
 # against a fresh, uncached forward pass:
@@ -150,7 +151,7 @@ assert sum(beam_lp) > sum(greedy_lp)
 # prefers short answers. The length penalty divides by a power of the length (EOS included), as
 # transformers does:
 #
-# score = Σ log p / length^lp
+# $$\text{score} = \frac{\sum_{t=1}^{n} \log p(y_t \mid x, y_1 \dots y_{t-1})}{n^{lp}}, \qquad n = \text{length}$$
 #
 # - lp = 0: the plain sum; short sequences win.
 # - lp = 1 (transformers' default): the average log-probability per token.
@@ -228,8 +229,8 @@ except ValueError as error:
 # - On "The capital of France is", beam search (k = 3) found a continuation with total log p −7.2 where
 #   greedy's had −8.5. Beam search is a heuristic, though: it can also prune the greedy path and end up
 #   worse.
-# - Finished hypotheses are ranked by Σ log p / length^lp: lp = 0 favours short answers, larger lp longer
-#   ones, and the winner can change.
+# - Finished hypotheses are ranked by $\sum \log p \,/\, \text{length}^{lp}$: lp = 0 favours short answers,
+#   larger lp longer ones, and the winner can change.
 # - teachllm's beam search is transformers' `num_beams`, checked token for token by the tests.
 #
 # ## Exercises

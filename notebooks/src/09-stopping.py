@@ -17,6 +17,7 @@
 import torch
 
 import teachllm as tl
+from teachllm import viz
 
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
@@ -38,7 +39,8 @@ def report(out):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9.1 The stop rules
 #
-# The seed sketches the check that runs after every generated token:
+# *LLM Generation Process* (《LLM 生成过程》, §5.1), one of the course notes, sketches the check that runs
+# after every generated token:
 #
 # ```python
 # def check_stop_condition(token_id, generated_tokens, params):
@@ -53,8 +55,8 @@ def report(out):
 #     return False, None
 # ```
 #
-# and lists the fields of vLLM's `SamplingParams` that control it. teachllm's `SamplingParams` has the same
-# fields, plus `min_tokens`:
+# and §5.2 lists the fields of vLLM's `SamplingParams` that control it. teachllm's `SamplingParams` has the
+# same fields, plus `min_tokens`:
 #
 # | field | default | meaning | reported as |
 # | --- | --- | --- | --- |
@@ -141,7 +143,7 @@ assert out.token_ids == answer.token_ids[: i + 2]  # it ran until the token that
 # string *begins* — in the middle of ` France` — or after it with `include_stop_str_in_output=True`.
 #
 # When streaming, this creates a problem: after ` France` arrives, `ance` might be the start of the stop
-# string, so the engine cannot show it yet. It holds back the last len(stop) − 1 characters until it knows.
+# string, so the engine cannot show it yet. It holds back the last `len(stop) - 1` characters until it knows.
 # The pieces `lm.stream` yields therefore do not line up with tokens:
 
 # %%
@@ -149,8 +151,9 @@ print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32, s
 print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32))))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The seed's `check_stop_condition` finds the string but returns the text uncut, and it decodes the whole
-# output again after every token. An engine cuts the text, keeps the tokens, and only searches near the end.
+# The `check_stop_condition` of *LLM Generation Process* finds the string but returns the text uncut, and it
+# decodes the whole output again after every token. An engine cuts the text, keeps the tokens, and only
+# searches near the end.
 #
 # ## 9.6 `ignore_eos`
 #
@@ -252,10 +255,11 @@ my_id2_appears = None  # True or False
 if my_finish_reason is not None and my_id2_appears is not None:
     run = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=10, min_tokens=10))
     right = (my_finish_reason == run.finish_reason, my_id2_appears == (2 in run.token_ids))
-    print("correct" if all(right) else f"not yet: finish reason {'right' if right[0] else 'wrong'}, "
-          f"id 2 {'right' if right[1] else 'wrong'}")
+    verdict = {True: viz.tr("right"), False: viz.tr("wrong")}
+    print(viz.tr("correct") if all(right) else
+          viz.tr("not yet: finish reason {finish}, id 2 {id2}", finish=verdict[right[0]], id2=verdict[right[1]]))
 else:
-    print("set both predictions in the cell above first")
+    print(viz.tr("set both predictions in the cell above first"))
 
 # %% [markdown] slideshow={"slide_type": "skip"}
 # Worked answers are in `notebooks/solutions/ch09.py` (in JupyterLab: `solutions/ch09.py` in the file

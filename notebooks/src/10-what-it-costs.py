@@ -1,21 +1,22 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 10 · What it costs
 #
-# **What you will see.** We count the work of prefill and decode, first with the lecture's formula for a
-# textbook layer, then exactly for the real model, and check the count against PyTorch's own FLOP counter.
+# **What you will see.** We count the work of prefill and decode, first with the formula of Lecture 11 of the
+# course notes for a textbook layer, then exactly for the real model, and check the count against PyTorch's own
+# FLOP counter.
 # Next we count the bytes each phase has to read and measure the two limits of the machine you are on: how
 # fast it multiplies and how fast it reads memory. The two phases then land on a **roofline**. Finally we
-# time the seeds' claims: prefill is compute-bound, decode is memory-bound, and batching decode is almost
-# free.
+# time three claims of the course notes: prefill is compute-bound, decode is memory-bound, and batching decode
+# is almost free.
 #
 # **What you will learn.**
-# - How to count the FLOPs of a transformer layer: 24bsh² + 4bs²h for the textbook layer, and what changes
+# - How to count the FLOPs of a transformer layer: $24bsh^2 + 4bs^2h$ for the textbook layer, and what changes
 #   for a real Llama-style model (grouped-query attention, SwiGLU, the LM head).
 # - Why prefill and decode cost the same bytes but very different FLOPs, and what **arithmetic intensity**
 #   (FLOPs per byte) says about the bottleneck.
 # - How to read a roofline, and why **batching** raises decode throughput almost for free until the KV
 #   cache gets large.
-# - Where **TTFT**, **tokens/s** and the **decode rate** (1 ÷ TPOT) come from.
+# - Where **TTFT**, **tokens/s** and the **decode rate** ($1 / \text{TPOT}$) come from.
 #
 # Cells that time something are marked: their output differs on every machine and every run.
 
@@ -38,8 +39,9 @@ print(f"h = {config.hidden_size}, L = {config.n_layers}, n_h = {config.n_heads},
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.1 Counting one matrix multiplication
 #
-# The lecture starts from one rule. To multiply an m×k matrix by a k×n matrix, each of the m·n results
-# needs k multiplications and k − 1 additions, about **2·m·k·n FLOPs** (floating-point operations) in all.
+# The lecture starts from one rule. To multiply an $m \times k$ matrix by a $k \times n$ matrix, each of the
+# $mn$ results needs $k$ multiplications and $k - 1$ additions, about **$2mkn$ FLOPs** (floating-point
+# operations) in all.
 # PyTorch's `FlopCounterMode` uses the same rule. Here it is on the shape of this model's query projection
 # for a 37-token prompt, [37, 576] @ [576, 576]:
 
@@ -51,21 +53,21 @@ with FlopCounterMode(display=False) as counter:
 print(f"2·m·k·n = {2 * m * k * n:,}   FlopCounterMode: {counter.get_total_flops():,}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 10.2 The lecture's derivation: one layer, 24bsh² + 4bs²h
+# ## 10.2 The lecture's derivation: one layer, $24bsh^2 + 4bs^2h$
 #
-# The symbols: batch b, sequence length s, hidden size h, heads n_h, head dim h_d = h / n_h. The lecture's
-# layer is a textbook (GPT-style) one: every head has its own K and V, and the MLP goes h → 4h → h. Its
-# matmuls, one at a time:
+# The symbols are the lecture's: batch $b$, sequence length $s$, hidden size $h$, heads $n_h$, head dim
+# $h_d = h / n_h$. The lecture's layer is a textbook (GPT-style) one: every head has its own K and V, and the MLP
+# goes $h \to 4h \to h$. Its matmuls, one at a time:
 #
 # | step | shapes | FLOPs |
 # | --- | --- | --- |
-# | Q, K, V = x·W_Q, x·W_K, x·W_V | [b, s, h] · [h, h], three times | 3 · 2bsh² = **6bsh²** |
-# | scores = Q·Kᵀ, per head | [b, n_h, s, h_d] · [b, n_h, h_d, s] | 2·b·n_h·s²·h_d = **2bs²h** |
-# | scores·V, per head | [b, n_h, s, s] · [b, n_h, s, h_d] | **2bs²h** |
-# | output projection | [b, s, h] · [h, h] | **2bsh²** |
-# | MLP up | [b, s, h] · [h, 4h] | **8bsh²** |
-# | MLP down | [b, s, 4h] · [4h, h] | **8bsh²** |
-# | **layer** | | **24bsh² + 4bs²h** |
+# | $Q, K, V = xW_Q,\ xW_K,\ xW_V$ | $[b, s, h] \cdot [h, h]$, three times | $3 \cdot 2bsh^2 = \mathbf{6bsh^2}$ |
+# | $\text{scores} = QK^\top$, per head | $[b, n_h, s, h_d] \cdot [b, n_h, h_d, s]$ | $2 b n_h s^2 h_d = \mathbf{2bs^2h}$ |
+# | $\text{scores} \cdot V$, per head | $[b, n_h, s, s] \cdot [b, n_h, s, h_d]$ | $\mathbf{2bs^2h}$ |
+# | output projection | $[b, s, h] \cdot [h, h]$ | $\mathbf{2bsh^2}$ |
+# | MLP up | $[b, s, h] \cdot [h, 4h]$ | $\mathbf{8bsh^2}$ |
+# | MLP down | $[b, s, 4h] \cdot [4h, h]$ | $\mathbf{8bsh^2}$ |
+# | **layer** | | $\mathbf{24bsh^2 + 4bs^2h}$ |
 #
 # Softmax, normalisation and the activation are not matmuls and are left out, as in the lecture. Now with
 # numbers: b = 1, s = 37 (the chat prompt of chapter 1) and this model's h = 576. `cost.textbook_flops`
@@ -90,13 +92,13 @@ print(f"{config.n_layers} layers: {config.n_layers * layer / 1e9:.3f} GFLOP")
 print(f"linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {24 * h / (4 * s):.0f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The 24bsh² part grows linearly with the prompt; the 4bs²h part (attention) grows with its square. With
+# The $24bsh^2$ part grows linearly with the prompt; the $4bs^2h$ part (attention) grows with its square. With
 # s = 37 and h = 576, the linear part is 24 · 576 / (4 · 37) ≈ 93 times larger.
 #
-# **Decode.** The lecture goes on: without a cache, the second token would run the same layer on s + 1
-# tokens, the third on s + 2, and so on, each time paying the quadratic cost again. With the KV cache, a
-# decode step runs one new token (s = 1) against T = s + 1 keys: 24bh² + 4bTh per layer. For the token after
-# our 37-token prompt:
+# **Decode.** The lecture goes on: without a cache, the second token would run the same layer on $s + 1$
+# tokens, the third on $s + 2$, and so on, each time paying the quadratic cost again. With the KV cache, a
+# decode step runs one new token ($s = 1$) against $T = s + 1$ keys: $24bh^2 + 4bTh$ per layer. For the token
+# after our 37-token prompt:
 
 # %%
 without_cache = cost.textbook_flops(config, seq_len=s + 1).total  # the whole sequence again
@@ -105,14 +107,14 @@ print(f"recompute all {s + 1} tokens: {without_cache / 1e9:.3f} GFLOP;  one cach
       f"{with_cache / 1e9:.4f} GFLOP;  {without_cache / with_cache:.0f}× less")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 10.3 The seed's estimate for Llama-7B
+# ## 10.3 An estimate for Llama-7B from the course notes
 #
-# The inference-flow seed estimates the FLOPs of Llama-7B for a 1,000-token prompt with two small
-# functions. Here they are as the seed writes them, with its printed numbers:
+# *LLM Inference Flow* (《LLM 推理流程》) estimates the FLOPs of Llama-7B for a 1,000-token prompt with two
+# small functions (its §3.3 and §4.3). Here they are as it writes them, with the lines that print its numbers:
 
 # %%
 def estimate_prefill_flops(prompt_len, hidden_size, num_layers, num_heads):
-    """The seed's estimate of prefill FLOPs (inference-flow §3.3)."""
+    """Prefill FLOPs as LLM Inference Flow §3.3 estimates them."""
     # attention: O(n^2 * d)
     attn_flops = 2 * prompt_len * prompt_len * hidden_size * num_layers
     # FFN: O(n * d * 4d)
@@ -122,7 +124,7 @@ def estimate_prefill_flops(prompt_len, hidden_size, num_layers, num_heads):
 
 
 def decode_step_flops(seq_len, hidden_size, num_layers):
-    """The seed's estimate of one decode step (inference-flow §4.3)."""
+    """The FLOPs of one decode step as LLM Inference Flow §4.3 estimates them."""
     # attention: only the last token; its Q against every K: O(seq_len * d)
     attn_flops = 2 * seq_len * hidden_size * num_layers
     # FFN: only the last token
@@ -140,50 +142,51 @@ print(f"Ratio: {prefill_1000 / decode_step:.0f}x")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The ratio is right: prefill of 1,000 tokens costs about 1,000 decode steps. The totals are about three
-# times too small, though, because the estimate leaves out most of the layer. Put it next to the lecture's
-# layer and the exact count for Llama-2-7B's shape (h = 4096, 32 layers, 32 heads, a SwiGLU MLP of width
-# 11,008, 32,000-token vocabulary):
+# times too small, though, because the estimate leaves out most of the layer. Put it (column "estimate") next
+# to the lecture's layer (column "lecture") and the exact count for Llama-2-7B's shape (h = 4096, 32 layers,
+# 32 heads, a SwiGLU MLP of width 11,008, 32,000-token vocabulary):
 
 # %%
 llama_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
                           n_kv_heads=32, head_dim=128, max_position_embeddings=4096)  # Llama-2-7B's config.json
 s7, h7, L7 = 1000, 4096, 32
-seed_terms = {"Q·Kᵀ and scores·V": 2 * s7**2 * h7 * L7, "Q, K, V, O projections": 0,
-              "MLP": 2 * s7 * h7 * 4 * h7 * L7, "LM head": 0}
+estimate_terms = {"Q·Kᵀ and scores·V": 2 * s7**2 * h7 * L7, "Q, K, V, O projections": 0,  # the estimate above
+                  "MLP": 2 * s7 * h7 * 4 * h7 * L7, "LM head": 0}
 groups = {"Q·Kᵀ and scores·V": ["qk", "pv"], "Q, K, V, O projections": ["q_proj", "k_proj", "v_proj", "o_proj"],
           "MLP": ["gate_proj", "up_proj", "down_proj"], "LM head": ["lm_head"]}
 book_7b = cost.textbook_flops(llama_7b, s7).by_op()
 exact_7b = cost.prefill_flops(llama_7b, s7).by_op()
-print(f"{'TFLOP, 1,000-token prefill':<28}{'seed':>8}{'lecture':>9}{'exact':>8}")
+print(f"{'TFLOP, 1,000-token prefill':<28}{'estimate':>8}{'lecture':>9}{'exact':>8}")
 for name, ops in groups.items():
-    print(f"{name:<28}{seed_terms[name] / 1e12:>8.3f}{sum(book_7b[o] for o in ops) / 1e12:>9.3f}"
+    print(f"{name:<28}{estimate_terms[name] / 1e12:>8.3f}{sum(book_7b[o] for o in ops) / 1e12:>9.3f}"
           f"{sum(exact_7b[o] for o in ops) / 1e12:>8.3f}")
-print(f"{'total':<28}{sum(seed_terms.values()) / 1e12:>8.3f}{sum(book_7b.values()) / 1e12:>9.3f}"
+print(f"{'total':<28}{sum(estimate_terms.values()) / 1e12:>8.3f}{sum(book_7b.values()) / 1e12:>9.3f}"
       f"{sum(exact_7b.values()) / 1e12:>8.3f}")
 print(f"rule of thumb 2 · N · tokens (N = {llama_7b.n_params / 1e9:.2f}B parameters): "
       f"{2 * llama_7b.n_params * s7 / 1e12:.3f} TFLOP")
 print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).total / 1e9:.2f} GFLOP "
-      f"(seed: {decode_step / 1e9:.2f})")
+      f"(estimate: {decode_step / 1e9:.2f})")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# What the seed leaves out:
-# - the four projections Q, K, V and O (8sh² per layer, a third of the linear work);
-# - half of the MLP: it counts h → 4h but not 4h → h. Llama's SwiGLU MLP even has three matrices of width
-#   11,008: 6·s·h·f, which is more than the lecture's 16sh²;
-# - half of attention: Q·Kᵀ, but not scores·V;
+# What the estimate of *LLM Inference Flow* leaves out:
+# - the four projections Q, K, V and O ($8sh^2$ per layer, a third of the linear work);
+# - half of the MLP: it counts $h \to 4h$ but not $4h \to h$. Llama's SwiGLU MLP even has three matrices of
+#   width 11,008: $6shf$, which is more than the lecture's $16sh^2$;
+# - half of attention: $QK^\top$, but not $\text{scores} \cdot V$;
 # - the LM head (small here: the engine runs it for the last position only).
 #
 # The exact count and the rule of thumb "2 FLOPs per parameter per token" agree at 1,000 tokens, but that
 # is a coincidence of this length. The rule is wrong in two places, in opposite directions:
-# - it **leaves out attention**, which has no parameters: 4·s·h FLOPs per token and layer (Q·Kᵀ and
-#   scores·V), growing with the prompt;
+# - it **leaves out attention**, which has no parameters: $4sh$ FLOPs per token and layer ($QK^\top$ and
+#   $\text{scores} \cdot V$), growing with the prompt;
 # - it **counts parameters that do no matmul work per token**: the embedding table is a lookup (0 FLOPs), and
-#   the LM head runs for the last position only. Llama-7B has a separate embedding and head, 2·V·h
-#   parameters, so the rule overcounts 4·V·h FLOPs per token.
+#   the LM head runs for the last position only. Llama-7B has a separate embedding and head, $2Vh$
+#   parameters, so the rule overcounts $4Vh$ FLOPs per token.
 #
-# The two terms are equal when 4·s·h·L = 4·V·h, that is at s = V / L = 32,000 / 32 = 1,000 tokens: exactly
-# the seed's prompt. SmolLM2 ties its head to the embedding (one V×h matrix in N), so for it the terms meet
-# at s = V / (2L). Exact ÷ rule against the prompt length, with the two terms as shares of the rule:
+# The two terms are equal when $4shL = 4Vh$, that is at $s = V / L$ = 32,000 / 32 = 1,000 tokens: exactly
+# the prompt of *LLM Inference Flow*. SmolLM2 ties its head to the embedding (one $V \times h$ matrix in $N$),
+# so for it the terms meet at $s = V / (2L)$. Exact ÷ rule against the prompt length, with the two terms as
+# shares of the rule:
 
 # %%
 def rule_parts(cfg, n):
@@ -237,8 +240,8 @@ print(f"\nwidth of K and V: n_kv · d = {config.n_kv_heads} · {config.head_dim}
 # - **GQA.** 9 query heads share 3 KV heads, so K and V have width 3 · 64 = 192, not 576. Their projections
 #   cost a third.
 # - **SwiGLU** has a third matrix (the gate), which the textbook MLP lacks.
-# - **f ≠ 4h.** The MLP is 1,536 wide, not 4 · 576 = 2,304, so up and down cost two thirds each.
-# - **The LM head**, 2·h·V per projected position, is outside the layer formula.
+# - **$f \neq 4h$.** The MLP is 1,536 wide, not 4 · 576 = 2,304, so up and down cost two thirds each.
+# - **The LM head**, $2hV$ per projected position, is outside the layer formula.
 #
 # Here the differences nearly cancel: the exact count is 0.90 of the textbook's.
 
@@ -271,7 +274,7 @@ for op in ("gate_proj", "up_proj", "down_proj"):
 # Every matmul agrees to the FLOP. Two things to know about the counter:
 # - It counts matmul-like operators only. Softmax, RMSNorm, RoPE, SiLU, the elementwise product of
 #   SwiGLU, the residual additions and the embedding lookup all count 0. They cost a few operations per
-#   element of [s, h] or [n_h, s, T] tensors, which is small next to 2 FLOPs per weight per token, but it
+#   element of $[s, h]$ or $[n_h, s, T]$ tensors, which is small next to 2 FLOPs per weight per token, but it
 #   is not zero, and these operations read and write memory.
 # - It counts only the kernels it knows. Without a `Trace`, teachllm runs attention with PyTorch's fused
 #   `scaled_dot_product_attention`, and on this CPU build the counter sees nothing of it:
@@ -297,7 +300,7 @@ print(f"decode step: FlopCounterMode {counter.get_total_flops():,} = teachllm.co
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.6 How much of prefill is attention?
 #
-# Attention is the only part that grows with s²; everything else grows with s. For short prompts it is a
+# Attention is the only part that grows with $s^2$; everything else grows with $s$. For short prompts it is a
 # small share:
 
 # %%
@@ -307,7 +310,7 @@ for n in (37, 300, 1000, 3000, 4096, 8192):
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # At 37 tokens attention is about 1% of the work, and at 300 tokens about 9%. It passes half only at about
-# 3,000 tokens (exercise 1). These counts include the masked half of Q·Kᵀ, which the engine computes and
+# 3,000 tokens (exercise 1). These counts include the masked half of $QK^\top$, which the engine computes and
 # then hides. A kernel that skips masked blocks, such as FlashAttention, does about half of this attention
 # work.
 
@@ -317,7 +320,9 @@ for n in (37, 300, 1000, 3000, 4096, 8192):
 # A matmul also has to *read* its weights. Every forward call reads every weight matrix once, whether it
 # runs 1 token or 300. Attention also reads the K and V of every cached token, and the call writes the K and V
 # of its new tokens. `cost.prefill_cost` and `cost.decode_cost` count both sides. Their ratio is the
-# **arithmetic intensity**: FLOPs per byte moved.
+# **arithmetic intensity**, FLOPs per byte moved:
+#
+# $$\text{intensity} = \frac{\text{FLOPs}}{\text{bytes read and written}}$$
 
 # %%
 print(f"{'call':<22}{'GFLOP':>8}{'weights MB':>11}{'KV read MB':>11}{'KV write MB':>12}{'FLOP/byte':>10}")
@@ -334,7 +339,7 @@ print(f"prefill, FLOP/byte per prompt token at s = 300: {per_token:.2f}")
 # Prefill and decode read the same 538 MB of weights (float32; the embedding matrix doubles as the LM head
 # and is counted once). Prefill does 37 or 300 tokens' worth of work with them, and a decode step does one.
 # Each weight is used for one multiply-add (2 FLOPs) per token, and a float32 weight is 4 bytes, so a
-# batch-1 decode step does **0.5 FLOP per byte** (about 1 in bfloat16). Prefill does about 0.4 × s: the
+# batch-1 decode step does **0.5 FLOP per byte** (about 1 in bfloat16). Prefill does about 0.4 × $s$: the
 # embedding matrix, a fifth of the weights, goes through the LM head for the last position only. A batch
 # of 16 decode steps reads the weights once and does 16 times the work.
 
@@ -348,11 +353,11 @@ print(f"prefill, FLOP/byte per prompt token at s = 300: {per_token:.2f}")
 #   rate of the best run. Every prefill and decode step runs these matmuls and more, so none can beat it;
 # - **bandwidth**: how many bytes per second it moves to and from main memory (it times a large copy).
 #
-# attainable FLOP/s = min(peak, bandwidth × intensity)
+# $$\text{attainable FLOP/s} = \min(\text{peak},\ \text{bandwidth} \times \text{intensity})$$
 #
-# Below the **ridge point**, intensity = peak / bandwidth, a computation is memory-bound, and above it,
-# compute-bound. The measurement takes about a second. Its numbers depend on your machine and on what else
-# is running on it.
+# Below the **ridge point**, where $\text{intensity} = \text{peak} / \text{bandwidth}$, a computation is
+# memory-bound, and above it, compute-bound. The measurement takes about a second. Its numbers depend on your
+# machine and on what else is running on it.
 
 # %%
 shapes = roofline.model_matmul_shapes(config, lengths=(256, 1024))  # [m, k] @ [k, n] for m = 256 and 1,024
@@ -425,11 +430,11 @@ fig
 # On an H100 a prefill is compute-bound only from a few hundred tokens on. Decode at batch 1 is far below,
 # for both models, and even batch 64 does not reach the ridge.
 #
-# **Where prefill crosses the ridge.** The ridge is peak ÷ bandwidth: the intensity a computation needs to
-# keep the arithmetic busy. Prefill's intensity grows with the prompt, since every weight read is used once
-# per prompt token: about 0.4 FLOP per byte per token for this model in float32, twice that in bfloat16
-# (10.7). So "prefill is compute-bound", as the seeds say, holds from the prompt length where the intensity
-# reaches the ridge. On the spec-sheet H100, in bfloat16, with `teachllm.cost`:
+# **Where prefill crosses the ridge.** The ridge is $\text{peak} / \text{bandwidth}$: the intensity a computation
+# needs to keep the arithmetic busy. Prefill's intensity grows with the prompt, since every weight read is used once
+# per prompt token: about 0.4 FLOP per byte per token for this model in float32, twice that in bfloat16 (10.7). So
+# "prefill is compute-bound", as the course notes say, holds from the prompt length where the intensity reaches the
+# ridge. On the spec-sheet H100, in bfloat16, with `teachllm.cost`:
 
 # %%
 def crossing(cfg, roof, dtype):
@@ -460,10 +465,11 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # On this CPU a short prompt is enough (a few dozen tokens or fewer: the cell above says how many); on an H100
 # this model needs 356 tokens and Llama-7B 305. Below that, even prefill waits on memory: a
 # 300-token prefill of this model on an H100 is memory-bound, which is what the table of section 10.9 shows. The
-# seeds' "prefill is compute-bound" is a statement about long prompts, or large batches of prompts, on a GPU.
+# course notes' "prefill is compute-bound" is a statement about long prompts, or large batches of prompts, on a
+# GPU.
 #
-# The seeds also quote GPU utilisation, and they disagree: the generation-process seed gives prefill
-# 50–80% and decode 10–30%; the prefill-vs-decode seed gives 80–95% and 10–30% in its table, and "usually
+# The course notes also quote GPU utilisation, and they disagree: *LLM Generation Process* (§6.1) gives prefill
+# 50–80% and decode 10–30%; the interview answer gives 80–95% and 10–30% in its table, and "usually
 # below 20%" for decode in its text. Section 10.9 measures the same shares on this machine.
 #
 # There is one more thing the roofline ignores. A batch-1 decode step of the small model on an H100 would need
@@ -473,8 +479,8 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.9 Prefill against decode, with numbers
 #
-# The seeds' comparison table, filled in for this model: a prefill of N = 300 tokens against the decode step
-# that follows it (T = 301 keys). First the columns that follow from counting:
+# The comparison table of *LLM Generation Process* (§6.1), filled in for this model: a prefill of N = 300 tokens
+# against the decode step that follows it (T = 301 keys). First the rows that follow from counting:
 
 # %%
 N = 300
@@ -520,40 +526,41 @@ for name, p in (("prefill", p_pre), ("decode", p_dec)):
           f"({p.intensity:.1f} FLOP/byte, ridge {device.ridge:.1f})")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Prefill's share of the peak is many times decode's: decode spends its time reading weights. That is the
-# seeds' table. The exact percentages are this machine's, and on a shared
+# Prefill's share of the peak is many times decode's: decode spends its time reading weights. That is what
+# the table of *LLM Generation Process* says. The exact percentages are this machine's, and on a shared
 # CPU they move from run to run. Prefill's share stays at or below 100%: the peak is the fastest of the
 # model's own matmuls, with the same threads.
 #
 # The "bottleneck on an H100" row says memory-bound for this 300-token prefill: it is below the 356-token
-# crossing of 10.8. Against the seeds' utilisation ranges (10.8), this run's shares of the peak:
+# crossing of 10.8. Against the utilisation ranges of the course notes (10.8), this run's shares of the peak:
 
 # %% tags=["nbval-ignore-output"]
-seed_ranges = [("generation-process", "prefill", 0.50, 0.80), ("generation-process", "decode", 0.10, 0.30),
-               ("prefill-vs-decode, table", "prefill", 0.80, 0.95), ("prefill-vs-decode, table", "decode", 0.10, 0.30),
-               ("prefill-vs-decode, text", "decode", 0.0, 0.20)]
+quoted_ranges = [("LLM Generation Process", "prefill", 0.50, 0.80), ("LLM Generation Process", "decode", 0.10, 0.30),
+                 ("interview answer, table", "prefill", 0.80, 0.95), ("interview answer, table", "decode", 0.10, 0.30),
+                 ("interview answer, text", "decode", 0.0, 0.20)]
 shares = {"prefill": p_pre.achieved_flops / device.peak_flops, "decode": p_dec.achieved_flops / device.peak_flops}
-for seed, phase, lo, hi in seed_ranges:
+for source, phase, lo, hi in quoted_ranges:
     share = shares[phase]
     verdict = "inside" if lo <= share <= hi else ("below" if share < lo else "above")
-    print(f"{seed:<26}{phase:<8}{lo:>4.0%}–{hi:<4.0%}  this run {share:6.1%}: {verdict}")
+    print(f"{source:<26}{phase:<8}{lo:>4.0%}–{hi:<4.0%}  this run {share:6.1%}: {verdict}")
 print(f"the roof caps decode's share here at intensity ÷ ridge = {p_dec.intensity:.2f} ÷ {device.ridge:.1f} "
       f"= {p_dec.intensity / device.ridge:.1%}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Read the verdicts above: they are this run's. Decode's share cannot be high on any machine: below the
-# ridge the roof caps it at intensity ÷ ridge (the last line), and a real step stays under the roof. A
-# decode share of a few percent supports the prefill-vs-decode seed's text ("below 20%") rather than the
+# ridge the roof caps it at $\text{intensity} / \text{ridge}$ (the last line), and a real step stays under
+# the roof. A decode share of a few percent supports the interview answer's text ("below 20%") rather than the
 # 10–30% of both tables. Prefill's share depends on how busy the machine is: on a quiet one a long prefill
 # comes near the peak, since it runs the very matmuls the peak was measured on, and the verdicts say which
-# seed's range it lands in; on a shared one it falls short of both. Two cautions: the seeds speak of GPUs
+# document's range it lands in; on a shared one it falls short of both. Two cautions: the course notes speak of GPUs
 # serving large models, and their "GPU utilisation" is often the busy time a tool such as `nvidia-smi`
 # reports, not the share of peak FLOP/s measured here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.10 The utilisation timeline
 #
-# The seeds draw a Gantt chart: one long, busy prefill bar, then many short, mostly idle decode steps. Here
+# *LLM Generation Process* (§6.2) draws a Gantt chart: one long, busy prefill bar, then many short, mostly idle
+# decode steps. Here
 # it is measured. `PhaseTimeline` generates 12 tokens greedily after a 100-token prompt, times every step,
 # and divides each step's FLOPs by its time and by the device's peak.
 
@@ -578,7 +585,7 @@ timeline_view  # the widget: "generate and time" measures again
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.11 Batching decode
 #
-# The generation seed says that a decode step for one request reads all the weights (14 GB for a 7B model
+# *LLM Generation Process* (§6.3) says that a decode step for one request reads all the weights (14 GB for a 7B model
 # in bfloat16) to produce one token, and that a batch of 32 reads them once for 32 tokens: 32 times the
 # work for the same bytes. Counted for this model at 301 keys:
 
@@ -592,8 +599,8 @@ for batch in (1, 4, 16, 32):
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The weights are read once whatever the batch. But each sequence reads its own KV cache, so "once for 32
-# tokens" holds only while the cache is small next to the weights. For the seed's own example, Llama-7B in
-# bfloat16 on an H100 at 1,000 tokens of context, the roofline predicts:
+# tokens" holds only while the cache is small next to the weights. For the course notes' own example, a 7B
+# model (Llama-7B) in bfloat16, here on an H100 at 1,000 tokens of context, the roofline predicts:
 
 # %%
 print(f"{'batch':>5}{'weights GB':>12}{'KV read GB':>12}{'FLOP/byte':>11}{'decode tokens/s':>17}{'× batch 1':>11}")
@@ -638,10 +645,11 @@ for r in rows:
 # - **TTFT** (time to first token) is mostly one prefill. Prefill is compute-bound, so TTFT grows with the
 #   prompt's FLOPs: roughly linearly in its length, and faster once attention matters.
 # - **TPOT** (time per output token) is one decode step. A step is memory-bound, so at batch 1 it costs
-#   about one read of the weights and the cache. 1 ÷ TPOT is the **decode rate**.
-# - **tokens/s**, as chapter 1 defines it (`Metrics.tokens_per_s`), is output tokens ÷ end-to-end time,
-#   TTFT included, so it is below the decode rate; the shorter the answer, the more. A server's throughput
-#   is batch ÷ step time, which batching raises.
+#   about one read of the weights and the cache. $1 / \text{TPOT}$ is the **decode rate**.
+# - **tokens/s**, as chapter 1 defines it (`Metrics.tokens_per_s`), is
+#   $\text{output tokens} / \text{end-to-end time}$, TTFT included, so it is below the decode rate; the
+#   shorter the answer, the more. A server's throughput is $\text{batch} / \text{step time}$, which batching
+#   raises.
 #
 # The roofline gives a lower bound for each. Compared with the measured timeline of section 10.10:
 
@@ -669,18 +677,18 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
       f"TPOT ≥ {tpot_7b * 1e3:.2f} ms, decode rate ≤ {1 / tpot_7b:.0f} tokens per second")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Real engines reach a good part of that, which is why their optimisations split the same way as the seeds'
-# table. Prefill gets faster kernels (FlashAttention, fused operators). Decode gets bigger batches (continuous
-# batching, chapter 11), fewer bytes (KV-cache quantisation, GQA) and fewer steps (speculative decoding,
-# chapter 13).
+# Real engines reach a good part of that, which is why their optimisations split the same way as in the course notes
+# (*LLM Inference Flow* §5.3, the interview answer §7). Prefill gets faster kernels (FlashAttention, fused
+# operators). Decode gets bigger batches (continuous batching, chapter 11), fewer bytes (KV-cache quantisation, GQA)
+# and fewer steps (speculative decoding, chapter 13).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.13 Fewer bytes per weight: the model as it ships
 #
 # Decode at batch 1 reads every weight once per token, so its speed is set by the bytes, and the bytes by
 # how many bits each weight takes. The bundled file is not float32: it stores the layers' matrices as
-# **Q4_1** (blocks of 32 weights, each a 4-bit integer q in 0..15, with a float16 scale d and minimum m per
-# block: w = d·q + m, 5 bits per weight in all) and the embedding, which is also the LM head, as **Q8_0**
+# **Q4_1** (blocks of 32 weights, each a 4-bit integer $q$ in 0..15, with a float16 scale $d$ and minimum $m$
+# per block: $w = dq + m$, 5 bits per weight in all) and the embedding, which is also the LM head, as **Q8_0**
 # (8-bit integers, one float16 scale per 32: 8.5 bits per weight). `tl.load()` de-quantises all of it to
 # float32. `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly, through PyTorch's
 # packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.quant`:
@@ -698,11 +706,11 @@ print(f"bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {(32 * 4 + 2 *
       f"Q8_0 (32 × 8 bits + one float16) / 32 = {(32 * 8 + 16) / 32}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The kernel computes w = (q − 8)·s + z per group, which is Q4_1 with s = d and z = m + 8d. The Q8_0 head
-# has no matching CPU kernel (PyTorch's int8 one takes one scale per row, not per 32 weights), so it is
-# written as two 4-bit digits, q + 128 = 16·hi + lo, and goes through the 4-bit kernel twice, reading as
-# many bytes as 8 bits would. The embedding lookup still uses the float32 table: it reads one row per
-# token, which costs memory, not time.
+# The kernel computes $w = (q - 8)s + z$ per group, which is Q4_1 with $s = d$ and $z = m + 8d$. The Q8_0 head has
+# no matching CPU kernel (PyTorch's int8 one takes one scale per row, not per 32 weights), so it is written as two
+# 4-bit digits, $q + 128 = 16 \cdot \mathit{hi} + \mathit{lo}$, and goes through the 4-bit kernel twice, reading as
+# many bytes as 8 bits would. The embedding lookup still uses the float32 table: it reads one row per token, which
+# costs memory, not time.
 #
 # What one decode step reads, at 96 tokens of context (weights + K and V read and written; the cache stays
 # in the model's activation dtype). int8 here means Q8_0 blocks for every matrix; no int8 model is built
@@ -722,8 +730,9 @@ for name, b in step_bytes.items():
     print(f"{name:<20}{b / 1e6:8.1f} MB per step   {step_bytes['float32'] / b:4.1f}× fewer than float32")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# A memory-bound step takes at least bytes ÷ bandwidth, so the roofline (with the bandwidth measured in 10.8)
-# predicts a decode rate (tokens per second, 1 ÷ TPOT) of bandwidth ÷ bytes per step. Now the measurement:
+# A memory-bound step takes at least $\text{bytes} / \text{bandwidth}$, so the roofline (with the bandwidth
+# measured in 10.8) predicts a decode rate (tokens per second, $1 / \text{TPOT}$) of
+# $\text{bandwidth} / \text{bytes per step}$. Now the measurement:
 # greedy decode of 16 tokens after a short prompt, for float32, bfloat16 (`tl.load(dtype="bfloat16")`) and the
 # file's own blocks, the three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds). They run on
 # one thread: each of the 4-bit kernel's calls is tiny, and on a busy machine threads that wait for each other
@@ -796,31 +805,31 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
-# - A matmul (m×k)·(k×n) costs 2mkn FLOPs. The lecture's layer costs 24bsh² + 4bs²h. The seed's Llama-7B
-#   estimate (4.56 TFLOPs for 1,000 tokens) leaves out the projections, half the MLP and half of attention:
-#   the exact count is 13.5 TFLOPs, about 2 FLOPs per parameter per token.
-# - The real model differs from the textbook: GQA shrinks K and V, SwiGLU adds a matrix, f ≠ 4h, and the
+# - A matmul $(m \times k) \cdot (k \times n)$ costs $2mkn$ FLOPs. The lecture's layer costs $24bsh^2 + 4bs^2h$.
+#   The Llama-7B estimate of *LLM Inference Flow* (4.56 TFLOPs for 1,000 tokens) leaves out the projections,
+#   half the MLP and half of attention: the exact count is 13.5 TFLOPs, about 2 FLOPs per parameter per token.
+# - The real model differs from the textbook: GQA shrinks K and V, SwiGLU adds a matrix, $f \neq 4h$, and the
 #   LM head sits outside the layers. `FlopCounterMode` on a traced prefill agrees with `teachllm.cost` to
 #   the FLOP. It counts matmuls only, and not the fused attention kernel on this CPU.
 # - Attention is about 1% of prefill at 37 tokens and 9% at 300.
-# - Prefill and decode read the same weights. Prefill does s tokens of work with them, decode one, so
+# - Prefill and decode read the same weights. Prefill does $s$ tokens of work with them, decode one, so
 #   decode does 0.5 FLOP/byte in float32 (about 1 in bfloat16) and is memory-bound. Prefill, with a long
 #   enough prompt, is compute-bound.
-# - Batching decode reuses each weight read for b tokens, until the KV cache dominates the bytes.
-# - The rule 2 · N · tokens matches Llama-7B's exact count at 1,000 tokens only because the attention it
-#   leaves out equals the embedding and head work it wrongly counts; at longer prompts attention wins.
+# - Batching decode reuses each weight read for $b$ tokens, until the KV cache dominates the bytes.
+# - The rule $2 \cdot N \cdot \text{tokens}$ matches Llama-7B's exact count at 1,000 tokens only because the
+#   attention it leaves out equals the embedding and head work it wrongly counts; at longer prompts attention wins.
 # - Prefill is compute-bound only past the ridge: on an H100 in bfloat16 from 356 prompt tokens for this model
-#   and 305 for Llama-7B, on this CPU from a few dozen tokens or fewer. The seeds' utilisation ranges disagree;
+#   and 305 for Llama-7B, on this CPU from a few dozen tokens or fewer. The course notes' utilisation ranges disagree;
 #   section 10.9 prints which of them this machine's measurement falls in.
-# - TTFT follows prefill's FLOPs; TPOT follows decode's bytes. tokens/s is output tokens ÷ end-to-end
-#   time, below the decode rate 1 ÷ TPOT.
+# - TTFT follows prefill's FLOPs; TPOT follows decode's bytes. tokens/s is
+#   $\text{output tokens} / \text{end-to-end time}$, below the decode rate $1 / \text{TPOT}$.
 # - Decode's speed follows the bytes per weight. The bundled file in its own 4- and 8-bit blocks
 #   (`tl.load(weights="gguf")`) reads about a fifth of float32's bytes per step and decodes several times
 #   faster, at the cost of bfloat16-sized rounding in the logits.
 #
 # ## Exercises
-# 1. At what prompt length does attention (Q·Kᵀ and scores·V) reach half of this model's prefill FLOPs?
-#    And for Llama-7B? Derive it from the per-layer formulas first, then check with `cost.prefill_flops`.
+# 1. At what prompt length does attention ($QK^\top$ and $\text{scores} \cdot V$) reach half of this model's prefill
+#    FLOPs? And for Llama-7B? Derive it from the per-layer formulas first, then check with `cost.prefill_flops`.
 # 2. On an H100 (spec sheet, bfloat16), from which batch size does decode of this model at 1,000 tokens of
 #    context become compute-bound? What stops it?
 # 3. Time a decode step at 64 and at 2,048 tokens of context, at batch 1 and 16. Which one grows with the

@@ -37,10 +37,10 @@ tok = lm.tokenizer
 # ## 11.1 Why batch: one decode step reads every weight
 #
 # A decode step turns one token into logits. To do so it multiplies a vector by every weight matrix of the
-# model: about 2 FLOPs per weight, and every weight has to come from memory. The seeds make the point for a
-# 7-billion-parameter model in float16: "read the weights (14 GB), compute one token", and with a batch of 32
-# requests, "read the weights once, compute 32 tokens". `tl.cost` gives the numbers for Llama-2-7B and for
-# our model:
+# model: about 2 FLOPs per weight, and every weight has to come from memory. *LLM Generation Process*
+# (《LLM 生成过程》) §6.3 makes the point with a 7-billion-parameter model in float16: for one request,
+# "read the weights (14 GB), compute one token"; for a batch of 32 requests, "read the weights once, compute
+# 32 tokens". `tl.cost` gives the numbers for Llama-2-7B and for our model:
 
 # %%
 llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
@@ -65,12 +65,13 @@ print(f"batch 1: {flops_per_weight:.2f} FLOPs per weight")
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The work grows 32-fold from batch 1 to batch 32, the memory traffic barely moves, so the arithmetic
 # intensity grows almost 32-fold too. While decode is memory-bound (chapter 10), a step takes about as
-# long as reading the weights, so a batch of *b* should give nearly *b* times the tokens per second.
+# long as reading the weights, so a batch of $b$ should give nearly $b$ times the tokens per second.
 # Measured on this machine (`decode_throughput` times `lm.decode_step` on a contiguous cache: for each
 # batch, the median of three runs of four steps; the numbers change from run to run, so look at their
 # shape rather than their values). The rate in the table is the **decode rate** of chapter 1, summed over
-# the batch: batch ÷ step time, tokens per second once every sequence is decoding. It is not *tokens/s*,
-# which in this course always means output tokens ÷ end-to-end time, prefill included (11.3 reports that).
+# the batch, $b / t_\text{step}$ for a batch of $b$ and a step time $t_\text{step}$: tokens per second once
+# every sequence is decoding. It is not *tokens/s*, which in this course always means output tokens ÷
+# end-to-end time, prefill included (11.3 reports that).
 
 
 # %% tags=["nbval-ignore-output"]
@@ -137,7 +138,7 @@ for chat, out in zip(chats, run.outputs, strict=True):
     alone = lm.generate(chat, greedy)
     assert out.token_ids == alone.token_ids  # the same tokens as the request alone
     print(f"{out.finish_reason:<7} {out.text!r}")
-print(f"\n{run.iterations} iterations, {run.forward_calls} forward calls; the first two:")
+print("\n" + viz.tr("{n} iterations, {calls} forward calls; the first two:", n=run.iterations, calls=run.forward_calls))
 for record in run.timeline[:2]:
     print(describe_iteration(record))
 
@@ -148,8 +149,9 @@ for record in run.timeline[:2]:
 #
 # ## 11.3 Static against continuous batching
 #
-# The seeds' picture: requests of 100, 50 and 200 tokens in one static batch — the batch is done only when
-# the longest request is. The two policies, on the same engine (`ServingConfig.policy`):
+# *LLM Inference Flow* (《LLM 推理流程》) §6.1 draws a static batch of three requests, of 100, 50 and 200
+# tokens: the batch is done only when the longest request is, so the short requests wait for the long one. The
+# two policies, on the same engine (`ServingConfig.policy`):
 #
 # | policy | when can a waiting request join? | the cost |
 # | --- | --- | --- |
@@ -158,10 +160,11 @@ for record in run.timeline[:2]:
 #
 # (Here a short request in a static batch does leave when it finishes; its row then stays empty.)
 #
-# First the seeds' own example, exactly: three slots, requests A, B and C wanting 100, 50 and 200 tokens,
-# and a request D (the seeds' "new!" request; we give it 50 tokens) that arrives with them but finds every
-# slot taken. Only iteration counts matter here, not what the model says, so a tiny model with random
-# weights runs it in a few seconds (the engine does not care which model it drives):
+# First the example of §6.2, run: three slots hold requests A, B and C, and a request D (the one marked
+# "new!") arrives with them but finds every slot taken. §6.2 gives no lengths, so we give A, B and C the
+# lengths of §6.1's batch, 100, 50 and 200 tokens, and D 50 tokens; here B, not A, is the first to finish.
+# Only iteration counts matter here, not what the model says, so a tiny model with random weights runs it
+# in a few seconds (the engine does not care which model it drives):
 
 # %%
 from teachllm.lm import LanguageModel  # noqa: E402
@@ -170,14 +173,14 @@ from teachllm.model import Transformer  # noqa: E402
 tiny = tl.ModelConfig(vocab_size=97, hidden_size=48, intermediate_size=128, n_layers=2, n_heads=4, n_kv_heads=2,
                       head_dim=12, max_position_embeddings=512)
 tiny_lm = LanguageModel(Transformer(tiny).eval(), tokenizer=None, name="tiny, random weights")
-seed_requests = {"A": 100, "B": 50, "C": 200, "D": 50}  # output tokens of each request
-seed_params = [tl.SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in seed_requests.values()]
+slot_requests = {"A": 100, "B": 50, "C": 200, "D": 50}  # output tokens of each request
+slot_params = [tl.SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in slot_requests.values()]
 for policy in ("static", "continuous"):
     engine = ServingEngine(tiny_lm, ServingConfig(policy=policy, max_num_seqs=3, block_size=16, num_blocks=64))
-    run = engine.run([[5, 6, 7, 8]] * len(seed_requests), seed_params)  # four 4-token prompts
+    run = engine.run([[5, 6, 7, 8]] * len(slot_requests), slot_params)  # four 4-token prompts
     first = {i: min(r.index for r in run.timeline if i in [rid for rid, _, _ in r.prefill]) for i in range(4)}
     last = {i: r.index for r in run.timeline for i in r.finished}
-    spans = ", ".join(f"{name} {first[i]}–{last[i]}" for i, name in enumerate(seed_requests))
+    spans = ", ".join(f"{name} {first[i]}–{last[i]}" for i, name in enumerate(slot_requests))
     print(f"{policy:<10}: {run.iterations} iterations; each request runs from iteration to iteration: {spans}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -217,15 +220,15 @@ iteration_timeline_figure(runs["continuous"], labels=labels)
 # Under static batching, requests 4–7 wait until request 0's sixteenth token, although three of the four rows
 # were empty from iteration 6 on; requests 8–11 wait through two such batches. Under continuous
 # batching a finished request's place is taken in the very next iteration, so the three long requests end up
-# running side by side. Step through the continuous run one iteration at a time (the slider, or the buttons;
-# the text says what the scheduler chose):
+# running side by side. Step through the continuous run one iteration at a time (the *iteration* slider, or
+# the *previous*, *next* and *last* buttons; the text says what the scheduler chose):
 
 # %%
 IterationTimeline(runs["continuous"], labels=labels)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The seeds' sequence — "iteration 2: request A done; iteration 3: request D new" — is in the timeline. The
-# first iteration in which a request joins while others keep decoding:
+# The sequence of *LLM Inference Flow* §6.2 — "iteration 2: request A done; iteration 3: request D new" — is
+# in the timeline. The first iteration in which a request joins while others keep decoding:
 
 # %%
 joined = next(r for r in runs["continuous"].timeline if r.prefill and r.decode_ids)
@@ -334,8 +337,8 @@ for name, run in chunk_runs.items():
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - A decode step reads every weight once whatever the batch, so batching decode multiplies tokens per second
-#   (the seeds: "read the weights once, compute 32 tokens"); `tl.cost` shows the intensity growing with the
-#   batch, and the measurement shows the gain.
+#   (*LLM Generation Process* §6.3: "read the weights once, compute 32 tokens"); `tl.cost` shows the intensity
+#   growing with the batch, and the measurement shows the gain.
 # - An engine works in iterations: a scheduler fills each with decodes (one token per running request) and
 #   prefills; finished requests leave and free their cache.
 # - Static batching lets short requests wait for the longest one in their batch. Continuous batching
@@ -345,9 +348,9 @@ for name, run in chunk_runs.items():
 #   costs that prompt a later first token.
 #
 # ## Exercises
-# 1. The seeds' exercise 3: **how does continuous batching serve prefill and decode requests at once?** Find,
-#    in the engine's timeline, an iteration in which one request prefills a chunk of its prompt while others
-#    decode, and say what the model computes in it.
+# 1. **How does continuous batching serve prefill and decode requests at once?** (*LLM Generation Process*,
+#    question 3.) Find, in the engine's timeline, an iteration in which one request prefills a chunk of its
+#    prompt while others decode, and say what the model computes in it.
 # 2. With `max_num_seqs=1`, what do static and continuous batching become? Predict the number of iterations
 #    for the first four requests of the workload, then run both.
 # 3. Run `long_prompt_joins(True, budget)` with budgets of 8, 32 and 128. How do the long prompt's TTFT (in

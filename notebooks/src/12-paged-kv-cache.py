@@ -4,13 +4,15 @@
 # **What you will see.** The KV cache of chapter 4 is one contiguous tensor per request, reserved up front
 # for the longest the request could get. With many requests that wastes most of the memory. vLLM's
 # **PagedAttention** cuts the cache into small fixed-size **blocks** and hands them out as requests grow,
-# the way an operating system pages memory. We compute the waste of contiguous reservations on the seed's
-# example, follow a token's K and V to its block, watch block tables fill, get freed and get shared while
-# real requests run, and check that the paged cache gives the same logits as the contiguous one.
+# the way an operating system pages memory. We compute the waste of contiguous reservations on the example
+# of *LLM Inference Flow* (《LLM 推理流程》) §7.2, follow a token's K and V to its block, watch block tables
+# fill, get freed and get shared while real requests run, and check that the paged cache gives the same logits
+# as the contiguous one.
 #
 # **What you will learn.**
 # - Why a contiguous cache must reserve `prompt + max_tokens` slots, and how much of that is wasted.
-# - **Blocks**, **block tables** and the slot of a token: `slot = table[p // block_size] · block_size + p % block_size`.
+# - **Blocks**, **block tables** and the slot of a token,
+#   $\text{slot}(p) = \text{table}[\lfloor p / b \rfloor] \cdot b + (p \bmod b)$ for a block size $b$.
 # - Allocation on demand, freeing at finish, and **sharing** a common prefix (reference counts).
 # - **Fragmentation** (allocated but unused slots) of both schemes, measured on a run.
 #
@@ -50,10 +52,10 @@ print(f"K and V of one token: {per_token:,} bytes ({per_token / 1024:.0f} KiB)")
 # token after ten tokens or run to `max_tokens`. A contiguous cache is one piece of memory per request, so it
 # has to be as long as the request could ever get: `prompt + max_tokens` slots, reserved at admission.
 #
-# The seed's example: three requests that may need 1000, 500 and 800 tokens. Suppose that, at some moment,
+# The example of §7.2: three requests that may need 1000, 500 and 800 tokens. Suppose that, at some moment,
 # they hold 350, 150 and 400 tokens (prompt and output so far). The block manager does the accounting for
 # both schemes (no model needed: this is bookkeeping). A request here is its tokens so far, with `max_tokens`
-# set so that its maximum length is the seed's:
+# set so that its maximum length is the example's:
 
 # %%
 maximum, so_far = [1000, 500, 800], [350, 150, 400]
@@ -73,9 +75,10 @@ print(f"paged, 16-token blocks:    {usage.slots_allocated:>5} slots "
       f"({usage.blocks_used} blocks: {[len(r.block_table) for r in requests]})")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Three fifths of the contiguous reservation holds nothing, and it stays reserved while the requests run.
+# The contiguous reservation wastes $1 - 900 / 2300$ of its slots, three fifths, and they stay reserved while
+# the requests run.
 # With blocks, only the last block of each request can be partly empty: under 16 slots per request. For
-# Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the seed's 2300 reserved slots are 1.1 GiB for
+# Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the example's 2300 reserved slots are 1.1 GiB for
 # 900 tokens:
 
 # %%
@@ -86,13 +89,14 @@ for name, slots in (("contiguous", usage.contiguous_slots), ("paged", usage.slot
 print(f"Llama-2-7B, one token: {tl.cost.kv_cache_bytes(llama2_7b, 1, dtype='float16') / 2**20:.2f} MiB")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Reservations also cut the free memory into pieces (the seed's "memory fragmentation"). Put the three
+# Reservations also cut the free memory into pieces (§7.2 names "severe memory fragmentation" among the
+# problems of contiguous caches). Put the three
 # reservations one after another in a pool of 2600 slots, then let the 500-slot request finish, and ask
 # for room for a new request that may need 700 tokens:
 
 # %%
 pool = 2600
-reserved = {"request 1": 1000, "request 2": 500, "request 3": 800}  # the seed's reservations, in this order
+reserved = {"request 1": 1000, "request 2": 500, "request 3": 800}  # the reservations of §7.2, in this order
 start, placed = 0, {}
 for name, size in reserved.items():
     placed[name] = (start, start + size)  # [first slot, last slot + 1)
@@ -110,15 +114,19 @@ print(f"paged, 16-slot blocks: {free_blocks} free blocks, at most {blocks_needed
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 800 slots are free, but in two holes of 300 and 500, so a contiguous reservation of 700 fits in neither,
 # although there is room for it. With blocks any free block will do, wherever it is: such a request takes
-# its blocks one at a time as it grows, at most ⌈700 / 16⌉ = 44 of them, and the 50 free blocks hold them.
+# its blocks one at a time as it grows, at most $\lceil 700 / 16 \rceil = 44$ of them, and the 50 free blocks
+# hold them.
 #
 # ## 12.2 Blocks, block tables and slots
 #
 # The paged cache is one pool per K and V: `[layers, num_blocks, block_size, n_kv, d]`. A request owns a
-# list of blocks, its **block table**: logical block *i* (its tokens *i*·bs … *i*·bs + bs − 1) lives in
-# physical block `table[i]`. Flattening blocks and slots, the token at position *p* sits at
+# list of blocks, its **block table**: with a block size $b$ (`block_size`), logical block $i$ (its tokens
+# $ib$ … $ib + b - 1$) lives in physical block `table[i]`. Flattening blocks and slots, the token at
+# position $p$ sits at
 #
-# `slot(p) = table[p // block_size] · block_size + p % block_size`   (vLLM calls this the slot mapping)
+# $$\text{slot}(p) = \text{table}[\lfloor p / b \rfloor] \cdot b + (p \bmod b)$$
+#
+# (vLLM calls this the *slot mapping*; the code below computes it as `table[p // bs] * bs + p % bs`).
 #
 # A small pool of 8 blocks of 4 tokens. Request 0 (5 tokens) and request 1 (9 tokens) take blocks; request 0
 # finishes and frees its blocks; request 2 (10 tokens) arrives and gets the freed blocks first:
@@ -237,8 +245,9 @@ print(f"request 3 (joined in iteration {joined}): table {tables[joined]['tables'
 # ## 12.4 Fragmentation: allocated against used
 #
 # After every iteration the engine recorded how many blocks were in use and what fraction of their slots held
-# nothing (`IterationRecord.fragmentation`), and the same for contiguous caches that would have reserved
-# `prompt + max_tokens` for each running request. Three lines per iteration: the slots that hold a token (a
+# nothing, $1 - \text{used} / \text{allocated}$ (`IterationRecord.fragmentation`), and the same for contiguous
+# caches that would have reserved `prompt + max_tokens` for each running request,
+# $1 - \text{tokens} / \text{reserved}$. Three lines per iteration: the slots that hold a token (a
 # shared slot counted once), the slots paging allocated, the slots contiguous caches would have reserved:
 
 # %%
@@ -256,8 +265,8 @@ print(f"mean over {len(busy)} iterations: paged wastes {sum(u.paged_waste for u 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Three requests stop early at `<|im_end|>` (8 to 12 tokens of the 32 allowed), so their reservations are
 # mostly empty for their whole life; paging wastes at most three slots per request, and holds the shared
-# prefix once for everybody. The seed's claim "no fragmentation" is nearly true: waste is bounded by one
-# block per request, and the block size sets that bound (exercise 1).
+# prefix once for everybody. *LLM Inference Flow* §7.3 claims "no fragmentation" for blocks, and it is nearly
+# true: waste is bounded by one block per request, and the block size sets that bound (exercise 1).
 #
 # ## 12.5 The same logits
 #
@@ -316,10 +325,10 @@ print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.byt
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
-# - A contiguous cache reserves `prompt + max_tokens` per request: on the seed's 1000/500/800 example, 2300 slots
-#   for 900 tokens (61% wasted), and the free memory splits into holes.
+# - A contiguous cache reserves `prompt + max_tokens` per request: on the 1000/500/800 example of *LLM Inference
+#   Flow*, 2300 slots for 900 tokens (61% wasted), and the free memory splits into holes.
 # - A paged cache is a pool of fixed-size blocks; a block table maps each request's logical blocks to physical
-#   ones, and a token's K and V sit at `table[p // bs] · bs + p % bs`.
+#   ones, and a token's K and V sit at slot $\text{table}[\lfloor p / b \rfloor] \cdot b + (p \bmod b)$.
 # - Blocks are handed out as a request grows and return to the pool when it finishes; the next request takes
 #   them, wherever they are.
 # - Requests with a common prefix share its full blocks (reference count > 1) and skip computing it.
@@ -353,9 +362,10 @@ my_found = None  # your answer: tokens the second request finds in the cache
 # %% tags=["check"] jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
 # Check exercise 3: set my_found (tokens the second request finds in the cache) in the cell above, then run this.
 if my_found is None:
-    print("set my_found in the cell above first")
+    print(viz.tr("set my_found in the cell above first"))
 else:
     _engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=16))
     _engine.run([text[:16]], tl.SamplingParams(temperature=0, max_tokens=1))
     _again = _engine.run([text[:16]], tl.SamplingParams(temperature=0, max_tokens=1))
-    print("correct" if my_found == _again.requests[0].num_cached_tokens else "not yet: which token must be computed?")
+    print(viz.tr("correct") if my_found == _again.requests[0].num_cached_tokens
+          else viz.tr("not yet: which token must be computed?"))

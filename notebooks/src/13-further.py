@@ -5,13 +5,14 @@
 # the bundled model and measured honestly — including where it does not pay off on this model and this CPU:
 # reusing the KV cache of a shared prefix across requests; CacheBlend, which reuses the KV cache of text that
 # is *not* a prefix and recomputes a few tokens; speculative decoding; and an int8 KV cache. The chapter ends
-# with the seeds' table of optimisations and where each one appears in this course.
+# with the table of optimisations of *LLM Inference Flow* (《LLM 推理流程》) and where each one appears in this
+# course.
 #
 # **What you will learn.**
 # - **Prefix caching**: how a block is named by its tokens *and everything before them*, and what a shared
 #   system prompt saves.
 # - **CacheBlend**: why precomputed chunks cannot simply be glued together, and how recomputing about 15% of
-#   the tokens recovers most of the quality (the seed's number, measured).
+#   the tokens recovers most of the quality (the number of *LLM Inference Flow* §3.4, measured).
 # - **Speculative decoding**: a cheap draft proposes, the model checks several tokens in one call; what the
 #   acceptance rate must be for it to pay.
 # - **KV cache quantisation**: a quarter of the memory for a small, measurable error.
@@ -126,11 +127,15 @@ torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=1e-4,
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # In layer 0 the shift makes the keys exact (a token's layer-0 key depends on nothing else); from layer 1 on
-# the missing cross-attention shows. **CacheBlend** (Yao et al., EuroSys 2025) recomputes a small share *r*
+# the missing cross-attention shows. **CacheBlend** (Yao et al., EuroSys 2025) recomputes a small share $r$
 # of the tokens in every layer and reuses the rest. It picks the tokens whose K and V deviate most from what
 # a full prefill would give, the *high-KV-deviation* (HKVD) tokens: teachllm recomputes layers 0 and 1 for
-# all tokens, measures each token's deviation at layer 1, and from layer 2 on recomputes only the *r·N*
-# tokens with the largest one. Compute spent, in token-layers: (2·N + (L − 2)·*r*·N) / (L·N).
+# all $N$ tokens, measures each token's deviation at layer 1, and from layer 2 on recomputes only the $rN$
+# tokens with the largest one. Counted in token-layers, over $L$ layers, that is a share
+#
+# $$\frac{2N + (L - 2)\,rN}{LN}$$
+#
+# of a full prefill's compute.
 #
 # Quality is measured on the question that follows the documents (27 tokens, with its answer): the KL
 # divergence of its next-token distributions from those after a full prefill, how often both pick the same
@@ -151,9 +156,9 @@ print(f"(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity after 
 blend_quality_figure(rows)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Reusing the stored caches as they are (r = 0) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
-# Recomputing the seed's ~15% of the tokens with HKVD selection — 21% of a full prefill's compute, since two
-# layers are recomputed in full — removes three quarters of the KL; the same number of random tokens removes
+# Reusing the stored caches as they are ($r = 0$) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
+# Recomputing the ~15% of the tokens that *LLM Inference Flow* §3.4 names, with HKVD selection — 21% of a full
+# prefill's compute, since two layers are recomputed in full — removes three quarters of the KL; the same number of random tokens removes
 # a third of it. (The perplexity, over only 27 tokens, is noisier and does not fall at every step.) Which
 # tokens did HKVD pick?
 
@@ -176,17 +181,17 @@ print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in s
 #
 # Decode is memory-bound: a forward call over 4 tokens costs little more than over 1, since the weights are
 # read once either way (chapter 11). Speculative decoding spends that slack: a cheap **draft** model proposes
-# γ tokens one by one, and the model (the **target**) checks them all in **one** call over γ + 1 tokens.
-# With greedy decoding:
+# $\gamma$ tokens one by one, and the model (the **target**) checks them all in **one** call over $\gamma + 1$
+# tokens. With greedy decoding:
 #
-# - the target's choices after `[last token, p₁, …, p_γ]` are t₀ … t_γ;
-# - accept p₁, p₂, … while pᵢ = tᵢ₋₁; at the first mismatch take the target's own choice instead (or, if all
-#   γ were accepted, one bonus token t_γ).
+# - the target's choices after `[last token, p₁, …, p_γ]` are $t_0, \dots, t_\gamma$;
+# - accept $p_1, p_2, \dots$ while $p_i = t_{i-1}$; at the first mismatch take the target's own choice instead
+#   (or, if all $\gamma$ were accepted, one bonus token $t_\gamma$).
 #
-# Every call yields 1 to γ + 1 tokens, and the output is exactly the target's greedy output. It pays when the
-# draft is much cheaper than the target and its proposals are often accepted. Without a second checkpoint,
+# Every call yields 1 to $\gamma + 1$ tokens, and the output is exactly the target's greedy output. It pays
+# when the draft is much cheaper than the target and its proposals are often accepted. Without a second checkpoint,
 # teachllm's draft is the model itself running only some of its layers: the first k (an early exit, as in
-# LayerSkip), or all but some middle ones (as in Draft & Verify). Three drafts, γ = 3, 12 tokens:
+# LayerSkip), or all but some middle ones (as in Draft & Verify). Three drafts, $\gamma = 3$, 12 tokens:
 
 # %%
 prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Explain why the sky is blue."}]))
@@ -204,12 +209,16 @@ for name, r in zip(drafts, spec, strict=True):
 # real deployments use a small model of the same family, or extra heads trained to draft (Medusa, EAGLE).
 #
 # **What to expect from an acceptance rate.** The papers give a rule of thumb: if each proposal is accepted
-# with probability α, independently, a target call yields 1 + α + … + α^γ = (1 − α^(γ+1)) / (1 − α) tokens on
-# average. Put the accepted/proposed column into it and it does not match the measurement (0.28 gives 1.38,
-# not 1.83). The reason is what α means: the formula's α is the chance that a proposal is accepted *once
-# all the proposals before it were*, and the proposals after the first mismatch are never judged at all.
-# Counting only the judged ones (`judged_acceptance` = accepted / (accepted + rejected rounds)) gives the α
-# the formula wants:
+# with probability $\alpha$, independently, a target call yields on average
+#
+# $$1 + \alpha + \dots + \alpha^\gamma = \frac{1 - \alpha^{\gamma + 1}}{1 - \alpha}$$
+#
+# tokens. Put the accepted/proposed column into it and it does not match the measurement (0.28 gives 1.38,
+# not 1.83). The reason is what $\alpha$ means: the formula's $\alpha$ is the chance that a proposal is
+# accepted *once all the proposals before it were*, and the proposals after the first mismatch are never
+# judged at all. Counting only the judged ones gives the $\alpha$ the formula wants (`judged_acceptance`):
+#
+# $$\alpha = \frac{\text{accepted}}{\text{accepted} + \text{rejected rounds}}$$
 
 # %%
 print(f"{'draft':<22}{'rounds':>7}{'judged α':>9}{'formula':>9}{'measured':>10}{'1 + γ·accepted/proposed':>25}")
@@ -222,7 +231,7 @@ print(f"the accepted/proposed rate of 'first 29 layers' in the formula: "
 print(f"a good draft, judged α = 0.8 with γ = 4: {expected_tokens_per_call(0.8, 4):.2f} tokens per call")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# With the judged α the formula lands within a few hundredths of the measurement. The last column is not
+# With the judged $\alpha$ the formula lands within a few hundredths of the measurement. The last column is not
 # a model but bookkeeping: every round yields its accepted proposals plus one token of the target's, so it
 # matches the measurement by construction. Over 12 tokens there are only a handful of rounds (the
 # `rounds` column), so these rates are rough, and in real text acceptances come in runs (an easy phrase
@@ -236,15 +245,16 @@ for name, r in zip(drafts, spec, strict=True):
 # A speed-up below 1: the draft costs most of a full model per proposal, and with 1.22 to 1.83 tokens per
 # target call the verification calls save too little. On a CPU a call over 4 tokens is also not as cheap as
 # it would be on a GPU. Speculative decoding pays when the draft costs a small fraction of the target and
-# its judged acceptance is high: at α = 0.8 and γ = 4 a call yields 3.36 tokens (check it with
+# its judged acceptance is high: at $\alpha = 0.8$ and $\gamma = 4$ a call yields 3.36 tokens (check it with
 # `expected_tokens_per_call(0.8, 4)`).
 #
 # ## 13.4 A KV cache in int8
 #
 # Decode reads the whole KV cache every step, and the cache limits how many requests fit (chapter 12). Storing
-# K and V in 8 bits instead of 32 cuts both. `Int8KVCache` quantises each head of each token on its own:
-# scale = max |x| / 127, q = round(x / scale), so each value is off by at most half a step. On one token's
-# keys from a real prefill:
+# K and V in 8 bits instead of 32 cuts both. `Int8KVCache` quantises each head of each token on its own: for
+# the vector $x$ of one head, the scale is $s = \max_j |x_j| / 127$ and the stored integers are
+# $q = \mathrm{round}(x / s)$, so $s\,q$ differs from $x$ by at most half a step, $s / 2$, in each value. On
+# one token's keys from a real prefill:
 
 # %%
 cache = lm.new_cache(max_len=len(prompt))
@@ -278,8 +288,9 @@ print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**
 #
 # ## 13.5 Where each optimisation acts
 #
-# The seeds close with a table: prefill is limited by compute, decode by memory, and some methods help both.
-# Here it is with the place in this course where each is shown, and the ideas of this chapter added:
+# *LLM Inference Flow* §5.3 sums up the optimisations in a table: prefill is limited by compute, decode by
+# memory, and some methods help both. Here it is with the place in this course where each is shown, and the
+# ideas of this chapter added:
 #
 # | phase | limited by | optimisation | in this course |
 # | --- | --- | --- | --- |
@@ -289,18 +300,18 @@ print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**
 # | decode | memory bandwidth | batching, continuous batching | chapter 11 |
 # | decode | memory capacity | paged KV cache | chapter 12 |
 # | decode | memory | KV cache compression and quantisation | 13.4 |
-# | both | — | quantisation of the weights | not run here: the bundled checkpoint is stored in 4 bits (GGUF) but de-quantised to float32 when loaded |
+# | both | — | quantisation of the weights | section 10.13: the bundled GGUF file stores its matrices in 4 bits (Q4_1) and its embedding in 8 bits (Q8_0); `tl.load()` de-quantises them to float32, `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly |
 # | both | — | speculative decoding | 13.3 |
 #
-# The interview answer in the seeds adds model and data parallelism (several GPUs), outside the scope of a
-# single-CPU course.
+# The interview answer on the prefill and decode phases adds model and data parallelism to prefill's
+# optimisations (several GPUs), outside the scope of a single-CPU course.
 #
 # ## Summary
 # - Prefix caching names each full block by its tokens and everything before them; a shared system prompt is
 #   computed once and found by later requests (here 32 prompt tokens per request), with identical outputs.
 # - Precomputed chunks placed after other text need their keys rotated (exact) and their cross-attention
-#   restored (not possible without computing). CacheBlend's HKVD selection, at the seed's 15% of the tokens,
-#   removes most of the quality loss for about a fifth of the prefill compute; random selection does much worse.
+#   restored (not possible without computing). CacheBlend's HKVD selection, at *LLM Inference Flow*'s 15% of
+#   the tokens, removes most of the quality loss for about a fifth of the prefill compute; random selection does much worse.
 # - Speculative decoding keeps the target's exact output; it pays only with a draft that is cheap *and* agrees
 #   often. Layer-dropping drafts of this untrained-for-it model agree rarely, and the speed-up here is below 1.
 # - An int8 KV cache takes 27% of the float32 memory at a small logit error.
@@ -310,9 +321,9 @@ print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**
 #    prefix caching. How many tokens does the second request find in the cache? And "document 1 + document 3 +
 #    question"?
 # 2. CacheBlend recomputes layers 0 and 1 in full (`full_layers=2`) before choosing tokens. What happens with
-#    `full_layers=1`, choosing by the deviation at layer 0 — at r = 0.15, for HKVD?
-# 3. With the 29-layer draft, try γ = 1, 2, 4 and 6 (12 tokens). How do the acceptance rate and the tokens per
-#    target call change, and why does a larger γ not keep helping?
+#    `full_layers=1`, choosing by the deviation at layer 0 — at $r = 0.15$, for HKVD?
+# 3. With the 29-layer draft, try $\gamma$ = 1, 2, 4 and 6 (12 tokens). How do the acceptance rate and the tokens per
+#    target call change, and why does a larger $\gamma$ not keep helping?
 #
 # Worked answers are in `notebooks/solutions/ch13.py` (in JupyterLab: `solutions/ch13.py` in the file
 # browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
