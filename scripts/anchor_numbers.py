@@ -23,7 +23,7 @@ the line, takes the number there and requires the prose to give that number to t
 the prose, or a printout that changes under it, fails. The output of a cell nbval does not compare (a
 timing: tagged nbval-ignore-output) is no evidence; its source is.
 
-Numbers quoted from elsewhere (the course's seeds, a spec sheet, a definition) have no output to point
+Numbers quoted from elsewhere (the course notes, a spec sheet, a definition) have no output to point
 at: each chapter's "quoted" list holds the quoted words themselves, in both editions, with the reason; a
 number inside them passes while the words stay exactly as listed.
 
@@ -81,7 +81,7 @@ SKIP = [
     re.compile(r"^#.*$", re.M),  # headings
     re.compile(r"https?://\S+"),  # links
     re.compile(r"^\s*\d+[.)]\s", re.M),  # numbered-list markers
-    re.compile(r"§\s*\d+(?:\.\d+)*"),  # a section of a seed document ("generation-process §2.3")
+    re.compile(r"§\s*\d+(?:\.\d+)*"),  # a section of a course-notes document ("《LLM 生成过程》§2.3")
     re.compile(r"\b(?:chapters?|sections?|lectures?)\s+\d+(?:\.\d+)?(?:\s*(?:,|and|or|–|-|to)\s*\d+(?:\.\d+)?)*",
                re.I),
     re.compile(r"\b(?:19\d\d|20[0-3]\d)\b"),  # years

@@ -4,7 +4,7 @@ Why only K and V? When one token is appended, the new row of QKᵀ needs the new
 *all* keys, and the new output row needs *all* values; the old queries are never used again.
 So each layer keeps K and V for past tokens, and the query is computed fresh for the new token.
 
-This cache is contiguous and preallocated, as in the lecture's `KVCache` sketch (chapter 4): one block of
+This cache is contiguous and preallocated, as in the interview answer's `KVCache` sketch (chapter 4): one block of
 memory sized for `max_len` tokens per sequence, filled left to right. Its size, per token, is
 
     2 (K and V) · n_layers · n_kv_heads · head_dim · bytes per element

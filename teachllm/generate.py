@@ -111,8 +111,8 @@ def steps(lm, prompts: list[list[int]], params: SamplingParams):
     """The loop: generate for a batch of prompts (lists of ids), yielding a `Step` after every token.
 
     All prompts are prefilled together (left-padded) and decoded together; a sequence that has
-    stopped keeps its row until the last one stops (static batching). With a seed, row i draws from
-    its own generator seeded with seed + i, so it matches the same prompt alone with that seed.
+    stopped keeps its row until the last one stops (static batching). With a random seed, row i draws
+    from its own generator seeded with seed + i, so it matches the same prompt alone with random seed seed + i.
     """
     eos = lm.config.eos_token_ids
     tokenizer = lm.tokenizer if lm.has_tokenizer else None

@@ -53,7 +53,7 @@ class SamplingParams:
     stop_token_ids: list[int] = field(default_factory=list)  # stop when one of these ids is generated
     ignore_eos: bool = False  # keep going past the end-of-sequence token
     include_stop_str_in_output: bool = False  # keep the stop string at the end of the text
-    seed: int | None = None  # seed of this request's draws (row i of a batch: seed + i); None = torch's generator
+    seed: int | None = None  # random seed of the draws (row i of a batch: seed + i); None = torch's global one
     logprobs: int | None = None  # return the top-N log-probabilities at each step
     num_beams: int = 1  # >1: deterministic beam search with this many beams
     length_penalty: float = 1.0  # beam search: a finished beam scores sum(logprobs) / length ** length_penalty
@@ -282,7 +282,7 @@ def choosable(processed: torch.Tensor) -> torch.Tensor:
 
 
 def row_seeds(seed: int, n: int) -> list[int]:
-    """The seeds of a batch's rows: seed, seed + 1, …, kept within what torch takes (2**64 wraps to 0)."""
+    """The random seeds of a batch's rows: `seed`, `seed + 1`, …, kept within what torch takes (2**64 wraps to 0)."""
     low, high = inputs.SEED_RANGE
     return [(seed + i - low) % (high - low + 1) + low for i in range(n)]
 
@@ -290,7 +290,7 @@ def row_seeds(seed: int, n: int) -> list[int]:
 def sample(processed: torch.Tensor, params: SamplingParams, generator=None) -> torch.Tensor:
     """Choose the next token from processed logits [B, V] → ids [B].
     Greedy (temperature 0): the most likely token. Otherwise one draw from softmax(processed): from one
-    `generator`, or row i from generator[i] when a list is given (a seeded batch, see `row_seeds`)."""
+    `generator`, or row i from generator[i] when a list is given (a batch with a random seed, see `row_seeds`)."""
     inputs.rule("sample", processed)
     inputs.sampling_params("sample", params)
     processed = choosable(processed)

@@ -1,4 +1,4 @@
-"""The toy BPE trainer against the `tokenizers` library's BpeTrainer, and the seeds' example."""
+"""The toy BPE trainer against the `tokenizers` library's BpeTrainer, and the course notes' example."""
 
 import json
 
@@ -35,15 +35,15 @@ def test_same_merges_as_the_tokenizers_library(text, n):
 
 
 def test_seed_example_low_lower_lowest():
-    """inference-flow §2.3: initial vocabulary ['l','o','w','e','r','s','t',' ']; merges lo, low, er, es, …;
+    """《LLM 推理流程》§2.3: initial vocabulary ['l','o','w','e','r','s','t',' ']; merges lo, low, er, es, …;
     final pieces low / er / est."""
     alphabet, merges = train_bpe("low lower lowest", 2)
     assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}
-    assert [m.result for m in merges] == ["lo", "low"]  # the seed's first two merges, each seen 3 times
+    assert [m.result for m in merges] == ["lo", "low"]  # the course notes' first two merges, each seen 3 times
     assert [m.count for m in merges] == [3, 3]
-    # applying the seed's merge list gives its final pieces
-    seed_merges = [("l", "o"), ("lo", "w"), ("e", "r"), ("e", "s"), ("es", "t")]
-    assert bpe_encode("low lower lowest", seed_merges) == ["low", " ", "low", "er", " ", "low", "est"]
+    # applying the course notes' merge list gives its final pieces
+    notes_merges = [("l", "o"), ("lo", "w"), ("e", "r"), ("e", "s"), ("es", "t")]
+    assert bpe_encode("low lower lowest", notes_merges) == ["low", " ", "low", "er", " ", "low", "est"]
 
 
 def test_pre_tokenization_keeps_the_space_with_the_next_word():

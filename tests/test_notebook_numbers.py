@@ -6,7 +6,7 @@ back it, by the words around the number and never by the number. The check re-re
 takes the number on that line and requires the prose to give it to the prose's own precision ("about"
 rounds to the prose's significant digits). nbval re-runs every cell, so a printout or an assert that moves
 fails there, and a prose number that no longer matches its line fails here. Numbers quoted from elsewhere
-(the seeds, a spec sheet, a definition) are listed with their words and a reason under "quoted".
+(the course notes, a spec sheet, a definition) are listed with their words and a reason under "quoted".
 
 Issue 22: the check this replaces passed a changed number when any nearby cell printed a matching one, or
 when "about" allowed 10%. The mutation test below changes every quoted number of every chapter in memory,

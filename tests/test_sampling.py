@@ -1,4 +1,4 @@
-"""Each sampling rule against transformers' LogitsProcessor, the OpenAI formula, and the seeds' examples."""
+"""Each sampling rule against transformers' LogitsProcessor, the OpenAI formula, and the course notes' examples."""
 
 import math
 
@@ -191,14 +191,14 @@ def test_process_logits_equals_the_transformers_pipeline(settings):
 
 
 def test_seed_example_top_k():
-    """generation-process §4.4: k = 3 on [.40, .30, .15, .10, .05] → [.47, .35, .18, 0, 0]."""
+    """《LLM 生成过程》§4.4: k = 3 on [.40, .30, .15, .10, .05] → [.47, .35, .18, 0, 0]."""
     probs = torch.tensor([0.40, 0.30, 0.15, 0.10, 0.05])
     kept = apply_top_k(probs.log(), 3).softmax(-1)
     assert [round(p, 2) for p in kept.tolist()] == [0.47, 0.35, 0.18, 0.0, 0.0]
 
 
 def test_seed_example_top_p():
-    """generation-process §4.5: p = 0.9 keeps four tokens (cumulative .95)."""
+    """《LLM 生成过程》§4.5: p = 0.9 keeps four tokens (cumulative .95)."""
     probs = torch.tensor([0.40, 0.30, 0.15, 0.10, 0.05])
     kept = torch.isfinite(apply_top_p(probs.log(), 0.9))
     assert kept.tolist() == [True, True, True, True, False]

@@ -73,15 +73,21 @@ def plotly_html(figure: dict, element_id: str, png: str | None = None) -> str:
             f'<script type="application/json" id="{element_id}-json">{spec}</script>')
 
 
-def widget_html(plain: str) -> str:
+WIDGET_NOTE = {  # what a widget's output becomes in the static page, in the edition's language
+    "en": ("<strong>Interactive widget: <code>{widget}</code>.</strong> It needs a running Python kernel: open this "
+           "chapter's notebook in JupyterLab (<code>make lab</code>) and run the cell to use it."),
+    "zh": ("<strong>交互控件：<code>{widget}</code>。</strong>它只能在运行着的 Python 环境里使用：在 JupyterLab 中"
+           "打开本章的笔记本（<code>make lab</code>），运行这个单元格。"),
+}
+
+
+def widget_html(plain: str, lang: str = "en") -> str:
     name = re.match(r"[\[\"'\s]*([A-Za-z_][A-Za-z0-9_]*)", plain or "")
     widget = html.escape(name.group(1) if name else "widget")
-    return (f'<div class="teachllm-widget"><p><strong>Interactive widget: <code>{widget}</code>.</strong> '
-            "It needs a running Python kernel: open this chapter's notebook in JupyterLab "
-            "(<code>make lab</code>) and run the cell to use it.</p></div>")
+    return f'<div class="teachllm-widget"><p>{WIDGET_NOTE[lang].format(widget=widget)}</p></div>'
 
 
-def static_notebook(text: str, prefix: str) -> str:
+def static_notebook(text: str, prefix: str, lang: str = "en") -> str:
     notebook = json.loads(text)
     n_figures = 0
     for cell in notebook.get("cells", []):
@@ -101,13 +107,14 @@ def static_notebook(text: str, prefix: str) -> str:
                 output["data"] = {"text/html": plotly_html(data[PLOTLY], f"{prefix}-figure-{n_figures}", png)}
             elif WIDGET in data:
                 plain = data.get("text/plain", "")
-                output["data"] = {"text/html": widget_html("".join(plain) if isinstance(plain, list) else plain)}
+                output["data"] = {"text/html": widget_html("".join(plain) if isinstance(plain, list) else plain, lang)}
     return json.dumps(notebook)
 
 
 def rewrite_chapter(app: Sphinx, docname: str, source: list[str]) -> None:
     if docname.startswith(f"{CHAPTERS}/"):
-        source[0] = static_notebook(source[0], prefix=docname.split("/")[-1][:2])
+        lang = "zh" if (app.config.language or "en").startswith("zh") else "en"
+        source[0] = static_notebook(source[0], prefix=docname.split("/")[-1][:2], lang=lang)
 
 
 # ---- 3. plotly.js: one local copy, loaded only where a figure is ------------------------------------------
@@ -143,6 +150,9 @@ def _linkable(node: nodes.Text) -> bool:
     return True
 
 
+NOT_THE_TERM = {"笔记本": "电脑"}  # Chinese term → what, following it, makes another word
+
+
 def glossary_terms(app: Sphinx) -> list[tuple[re.Pattern, str, str]]:
     """(pattern, docname, anchor) for each English glossary term, longest first."""
     std = app.env.domains.standard_domain
@@ -154,7 +164,8 @@ def glossary_terms(app: Sphinx) -> list[tuple[re.Pattern, str, str]]:
         if name.isascii() and len(name) >= 3:
             pattern = re.compile(rf"(?<![\w/-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
         elif chinese and not name.isascii() and len(name) >= 2:
-            pattern = re.compile(re.escape(name))  # Chinese has no spaces to bound a word
+            # Chinese has no spaces to bound a word; a few terms begin longer words (笔记本电脑, a laptop)
+            pattern = re.compile(re.escape(name) + (f"(?!{NOT_THE_TERM[name]})" if name in NOT_THE_TERM else ""))
         else:
             continue
         seen.add(name.lower())  # "KV cache" and "KV Cache" are one term to a case-blind search
@@ -166,7 +177,10 @@ def glossary_terms(app: Sphinx) -> list[tuple[re.Pattern, str, str]]:
 def link_glossary(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if not docname.startswith(f"{CHAPTERS}/") or app.builder.format != "html":
         return
+    linked = set()  # one link per entry: its longest headword found ("roofline model" before "roofline")
     for pattern, term_doc, anchor in glossary_terms(app):
+        if anchor in linked:
+            continue
         for text in list(doctree.findall(nodes.Text)):
             match = pattern.search(str(text))
             if match is None or not _linkable(text):
@@ -177,6 +191,7 @@ def link_glossary(app: Sphinx, doctree: nodes.document, docname: str) -> None:
                                    reftitle="glossary", classes=["glossary-link"])
             parts = [nodes.Text(value[:match.start()]), link, nodes.Text(value[match.end():])]
             text.parent.replace(text, [p for p in parts if not isinstance(p, nodes.Text) or str(p)])
+            linked.add(anchor)
             break
 
 

@@ -21,6 +21,8 @@ teachllm_other_edition = ("../", "English")
 html_static_path = ["../_static", "../_vendor"]
 html_title = "teachllm 中文版"
 project = "teachllm：大语言模型如何生成文本"
+nb_code_prompt_show = "显示代码单元格"  # the toggle of a hidden cell (myst-nb's default is English)
+nb_code_prompt_hide = "隐藏代码单元格"
 graphviz_dot_args = ["-Gfontname=Noto Sans CJK SC", "-Nfontname=Noto Sans CJK SC", "-Efontname=Noto Sans CJK SC"]
 
 # Without jieba, Sphinx's Chinese search silently indexes no Chinese words: fail here instead, and keep

@@ -53,7 +53,7 @@ class ServingEngine:
         self.scheduler = Scheduler(cfg, self.block_manager)
         self.requests: list[Request] = []  # every request ever added, by id
         self.timeline: list[IterationRecord] = []  # every iteration ever run
-        self._generators: dict[int, torch.Generator] = {}  # per-request random generators (seeded requests)
+        self._generators: dict[int, torch.Generator] = {}  # one random generator per request that has a random seed
         self._t0: float | None = None  # the engine's clock starts at the first request
         self.closed = False  # after shutdown(): no new requests
 

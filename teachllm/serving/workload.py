@@ -74,7 +74,8 @@ class Workload:
 def mixed_workload(lm, n_requests: int = 20, max_num_seqs: int = 8, long_tokens: int = 96,
                    short_tokens: tuple[int, int] = (8, 24), seed: int = 0) -> Workload:
     """Requests 0, max_num_seqs, 2·max_num_seqs, … have `long_tokens` outputs (one per static batch);
-    the others between short_tokens[0] and short_tokens[1]. Prompts are PROMPTS in a seeded order."""
+    the others between short_tokens[0] and short_tokens[1]. Prompts are PROMPTS in an order drawn
+    with random seed `seed`."""
     rng = random.Random(seed)
     texts = [PROMPTS[i % len(PROMPTS)] for i in range(n_requests)]
     rng.shuffle(texts)

@@ -10,8 +10,9 @@ no analytics). On four pages it checks what a reader would see:
 
 And on the Chinese edition (book/_build/html/zh): chapter 6 is drawn in Chinese (two of its characters,
 screenshotted, differ from each other and from the missing-glyph box), its figure and formula are drawn,
-the language switch leads to the same chapter in English and back, and searching 预填充 finds pages
-(Sphinx indexes Chinese only with jieba).
+chapter 4's widget note and the toggle of a hidden cell read in Chinese (book-zh-widget-note.png,
+book-zh-code-toggle.png), the language switch leads to the same chapter in English and back, and searching
+预填充 finds pages (Sphinx indexes Chinese only with jieba).
 
 Screenshots: artifacts/screenshots/book-*.png. Without a built site, Chromium or Playwright the test is
 skipped, except under CI=true, where it fails.
@@ -172,6 +173,22 @@ def test_chinese_book_renders_offline(site, chromium):
             figure = page.locator(".js-plotly-plot").first
             figure.scroll_into_view_if_needed()
             figure.screenshot(path=SCREENSHOTS / "book-zh-figure.png")
+
+            # ---- what a reader reads around the code is Chinese too: a widget's note, a hidden cell's toggle --
+            page.goto(f"{site}/zh/chapters/04-kv-cache.html")
+            note = page.locator(".teachllm-widget").first
+            note.scroll_into_view_if_needed()
+            assert "交互控件" in note.inner_text() and "kernel" not in note.inner_text(), note.inner_text()
+            note.screenshot(path=SCREENSHOTS / "book-zh-widget-note.png")
+            toggle = page.locator("details.hide summary").first
+            toggle.scroll_into_view_if_needed()
+            assert toggle.inner_text().strip() == "显示代码单元格", toggle.inner_text()
+            toggle.screenshot(path=SCREENSHOTS / "book-zh-code-toggle.png")
+            toggle.click()
+            assert "隐藏代码单元格" in toggle.inner_text(), toggle.inner_text()
+            texts = page.evaluate("() => [...document.querySelectorAll('.teachllm-widget, details.hide summary')]"
+                                  ".map(e => e.innerText)")
+            assert not [t for t in texts if re.search(r"Interactive widget|Show code|Hide code", t)], texts
 
             # ---- the language switch: the same chapter in English, and back ------------------------------
             page.goto(f"{site}/zh/{chapter}")
