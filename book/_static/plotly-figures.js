@@ -10,3 +10,21 @@ document.addEventListener("DOMContentLoaded", function () {
     Plotly.newPlot(div, fig.data || [], layout, {responsive: true, displaylogo: false});
   });
 });
+
+// On paper a figure is its static PNG: the notebook's picture of it, which the page already holds inside the
+// figure's <noscript>. Before printing, each figure gets an <img> made from it; the print CSS shows that and
+// hides the live figure (its toolbar included). `make pdf` fires the same event.
+window.addEventListener("beforeprint", function () {
+  document.querySelectorAll("div.teachllm-plotly").forEach(function (div) {
+    var noscript = div.querySelector("noscript");
+    if (!noscript || div.nextElementSibling && div.nextElementSibling.classList.contains("teachllm-plotly-print")) {
+      return;
+    }
+    var holder = document.createElement("div");
+    holder.innerHTML = noscript.textContent;
+    var img = holder.querySelector("img");
+    if (!img) { return; }
+    img.className = "teachllm-plotly-print";
+    div.insertAdjacentElement("afterend", img);
+  });
+});
