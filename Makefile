@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROMPT ?= The three primary colours are
 
-.PHONY: setup demo test test-avx2 test-accelerator test-browser notebooks lab book pdf lint bench bench-serving clean-cache
+.PHONY: setup demo test test-avx2 test-accelerator test-browser notebooks lab book slides pdf lint bench bench-serving clean-cache
 
 # The tests and the committed notebook outputs assume the CPU in float32: pin them, whatever the machine has
 # (tl.load() reads TEACHLLM_DEVICE and TEACHLLM_DTYPE as its defaults).
@@ -58,6 +58,12 @@ book: setup
 	$(PY) -m sphinx -b html -W --keep-going -q book book/_build/html
 	$(PY) -m sphinx -b html -W --keep-going -q book/zh book/_build/html/zh
 	@echo "book: open book/_build/html/index.html (中文版: book/_build/html/zh/index.html)"
+
+# reveal.js decks from the committed notebooks: book/_build/slides/lecture.html (the lecture path in one deck), one per
+# chapter beside it, the Chinese ones in book/_build/slides/zh/; speaker notes (key S) from the lecturer's guide
+slides: setup
+	@bash scripts/fetch_book_assets.sh
+	$(PY) scripts/build_slides.py
 
 # the whole book as one PDF per edition, to print or hand out: book/_build/pdf/teachllm.pdf and teachllm-zh.pdf
 # (Sphinx's singlehtml page printed by Debian's chromium through the book's print CSS; scripts/build_pdf.py says why)

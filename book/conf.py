@@ -32,7 +32,7 @@ extensions = [
 
 root_doc = "index"
 # zh/ is the Chinese edition, a second Sphinx project (book/zh/conf.py) built into _build/html/zh
-exclude_patterns = ["_build", "_vendor", "zh", "README.md", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_vendor", "_slides_vendor", "zh", "README.md", "Thumbs.db", ".DS_Store"]
 templates_path = []
 
 # ---- notebooks: render the committed outputs, never execute ----------------------------------------
