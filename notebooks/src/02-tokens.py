@@ -60,7 +60,7 @@ print("decoded:", repr(tok.decode(ids)))
 # SmolLM2 works on bytes (section 2.7), and stores each byte as a printable character; the space byte is
 # shown as `Ġ`. `token_text` turns it back into a real space.
 #
-# ## 2.2 The same sentence, another tokenizer
+# ## 2.2 The same sentence, another tokenizer *(optional)*
 #
 # *LLM Generation Process* §2.1 and *LLM Inference Flow* (《LLM 推理流程》) §2.1 tokenize their examples with
 # Llama 2's tokenizer. Here are those ids next to SmolLM2's:

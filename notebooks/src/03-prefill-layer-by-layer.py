@@ -350,7 +350,7 @@ explorer.layer.value, explorer.head.value = 1, 2
 explorer
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 3.7 The course notes' prefill sketch and teachllm's code
+# ## 3.7 The course notes' prefill sketch and teachllm's code *(optional)*
 #
 # *LLM Generation Process* §2.3 sketches prefill like this (comments translated):
 #

@@ -424,7 +424,7 @@ for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.in
         print(f"{broken.tolist()}: {error}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 6.8 The presets: one setting per task
+# ## 6.8 The presets: one setting per task *(optional)*
 #
 # The table of parameter combinations in *LLM Generation Process* §4.7, with the value `teachllm.viz.PRESETS`
 # picks inside each range:

@@ -107,7 +107,7 @@ print(f"recompute all {s + 1} tokens: {without_cache / 1e9:.3f} GFLOP;  one cach
       f"{with_cache / 1e9:.4f} GFLOP;  {without_cache / with_cache:.0f}× less")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 10.3 An estimate for Llama-7B from the course notes
+# ## 10.3 An estimate for Llama-7B from the course notes *(optional)*
 #
 # *LLM Inference Flow* (《LLM 推理流程》) estimates the FLOPs of Llama-7B for a 1,000-token prompt with two
 # small functions (its §3.3 and §4.3). Here they are as it writes them, with the lines that print its numbers:
@@ -477,7 +477,7 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # models on big GPUs are limited by launch overhead, not by the roof.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 10.9 Prefill against decode, with numbers
+# ## 10.9 Prefill against decode, with numbers *(optional)*
 #
 # The comparison table of *LLM Generation Process* (§6.1), filled in for this model: a prefill of N = 300 tokens
 # against the decode step that follows it (T = 301 keys). First the rows that follow from counting:
@@ -557,7 +557,7 @@ print(f"the roof caps decode's share here at intensity ÷ ridge = {p_dec.intensi
 # reports, not the share of peak FLOP/s measured here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 10.10 The utilisation timeline
+# ## 10.10 The utilisation timeline *(optional)*
 #
 # *LLM Generation Process* (§6.2) draws a Gantt chart: one long, busy prefill bar, then many short, mostly idle
 # decode steps. Here
@@ -639,7 +639,7 @@ for r in rows:
 # sequence waits for the whole batch, so batching buys throughput and costs a little latency per token.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 10.12 TTFT and tokens per second
+# ## 10.12 TTFT and tokens per second *(optional)*
 #
 # The two metrics of chapter 1 follow from all this:
 # - **TTFT** (time to first token) is mostly one prefill. Prefill is compute-bound, so TTFT grows with the
@@ -683,7 +683,7 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 # and fewer steps (speculative decoding, chapter 13).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 10.13 Fewer bytes per weight: the model as it ships
+# ## 10.13 Fewer bytes per weight: the model as it ships *(optional)*
 #
 # Decode at batch 1 reads every weight once per token, so its speed is set by the bytes, and the bytes by
 # how many bits each weight takes. The bundled file is not float32: it stores the layers' matrices as

@@ -301,7 +301,7 @@ for block_size, report in reports.items():
 # another shape, which the contiguous cache shows too when it batches; a prompt that computes all its tokens
 # alone in its forward call gets bit-identical logits (`batched=False`).
 #
-# ## 12.6 Contiguous against paged, side by side
+# ## 12.6 Contiguous against paged, side by side *(optional)*
 #
 # One request, "What is 2 + 2?", allowed 64 tokens: it stops after 12. The contiguous cache of chapter 4
 # reserves prompt + 64 slots at once (grey line); the paged cache holds 16-token blocks (vLLM's default size),

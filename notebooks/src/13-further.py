@@ -248,7 +248,7 @@ for name, r in zip(drafts, spec, strict=True):
 # its judged acceptance is high: at $\alpha = 0.8$ and $\gamma = 4$ a call yields 3.36 tokens (check it with
 # `expected_tokens_per_call(0.8, 4)`).
 #
-# ## 13.4 A KV cache in int8
+# ## 13.4 A KV cache in int8 *(optional)*
 #
 # Decode reads the whole KV cache every step, and the cache limits how many requests fit (chapter 12). Storing
 # K and V in 8 bits instead of 32 cuts both. `Int8KVCache` quantises each head of each token on its own: for
