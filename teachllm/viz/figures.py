@@ -15,6 +15,7 @@ import math
 
 import plotly.graph_objects as go
 
+from . import labels
 from .data import AttentionCapture, CachePoint, Distribution, Segment, StepRecord
 from .language import font, tr
 
@@ -275,11 +276,39 @@ def roofline_spec(device, points) -> tuple[list[dict], dict]:
     title = tr("{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte",
                device=device.name, source=source, peak=device.peak_flops / 1e9,
                bandwidth=device.bandwidth / 1e9, ridge=device.ridge)
-    layout = dict(title=dict(text=title, font=dict(size=13)), height=440,
-                  xaxis=dict(type="log", title=dict(text=tr("arithmetic intensity (FLOP/byte)"))),
+    layout = dict(title=dict(text=title, font=dict(size=13)), height=440, margin=dict(t=100, b=80),
+                  xaxis=dict(type="log", title=dict(text=tr("arithmetic intensity (FLOP/byte)")),
+                             range=[math.log10(lo), math.log10(hi)]),
                   yaxis=dict(type="log", title=dict(text="FLOP/s"), exponentformat="SI"),
                   shapes=[dict(type="line", x0=device.ridge, x1=device.ridge, y0=0, y1=1, yref="paper",
-                               line=dict(color="#999", dash="dot"), label=dict(text=tr("ridge"), textangle=-90))])
+                               line=dict(color="#999", dash="dot"))])
+    return _label_roofline(traces, layout, device.ridge)
+
+
+def _label_roofline(traces: list[dict], layout: dict, ridge: float) -> tuple[list[dict], dict]:
+    """Finish a roofline spec: the y range (with room above the highest point for its label), the ridge's label
+    and each point's textposition, placed by `labels.place` so that no two labels overlap at any plot width
+    from `labels.PLOT_WIDTHS` (in either language: Chinese text is measured as such)."""
+    ys = [math.log10(y) for t in traces for y in t["y"] if y and y > 0]
+    height = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    room_above, room_below = 28, 22  # px: for a label above the highest marker, below the lowest
+    per_px = (max(ys) - min(ys)) / (height - room_above - room_below) if len(set(ys)) > 1 else 1 / height
+    bottom, top = min(ys) - room_below * per_px, max(ys) + room_above * per_px
+    layout["yaxis"]["range"] = [bottom, top]
+    roof, points = traces[0], traces[1:]
+    scene = labels.Scene(
+        markers=[(x, y) for t in points for x, y in zip(t["x"], t["y"], strict=True) if x and y and x > 0 and y > 0],
+        lines=[list(zip(roof["x"], roof["y"], strict=True)), [(ridge, 10 ** bottom), (ridge, 10 ** top)]],
+        vertical=(tr("ridge"), ridge))
+    labelled = [t for t in points if "text" in t["mode"]]
+    texts = [(x, y, text) for t in labelled for x, y, text in zip(t["x"], t["y"], t["text"], strict=True)]
+    plots = [labels.plot_of(layout, width) for width in labels.PLOT_WIDTHS]
+    chosen, (side, fraction) = labels.place(texts, scene, plots)
+    for t in labelled:
+        t["textposition"], chosen = chosen[:len(t["x"])], chosen[len(t["x"]):]
+    layout["annotations"] = [dict(x=math.log10(ridge), y=fraction, xref="x", yref="paper", text=tr("ridge"),
+                                  textangle=-90, showarrow=False, xanchor="right" if side == "left" else "left",
+                                  yanchor="middle", xshift=-1 if side == "left" else 1, font=dict(color="#666"))]
     return traces, layout
 
 
@@ -307,7 +336,7 @@ def precision_roofline_spec(device, rows: list[dict]) -> tuple[list[dict], dict]
                                + "<extra></extra>"))
     xs = [r["intensity"] for r in rows]
     layout["xaxis"]["range"] = [math.log10(min(xs) / 2), math.log10(device.ridge * 4)]
-    return traces, layout
+    return _label_roofline(traces, layout, device.ridge)
 
 
 def precision_roofline_figure(device, rows: list[dict]) -> go.Figure:
