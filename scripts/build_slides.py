@@ -29,7 +29,6 @@ import math
 import re
 import shutil
 import sys
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +38,8 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
+
+from teachllm.viz.language import display_width
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -85,13 +86,9 @@ def math_html(rendered: str) -> str:
     return re.sub(r'<div class="math block">(.*?)</div>', r"<p>\\[\1\\]</p>", rendered, flags=re.S)
 
 
-def width_units(text: str) -> int:
-    """Columns a line of prose takes: a Chinese character counts two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def visual_lines(text: str, columns: float) -> int:
-    return sum(max(1, math.ceil(width_units(line) / columns)) for line in text.split("\n"))
+    """Lines `text` takes once wrapped at `columns` (a Chinese character takes two)."""
+    return sum(max(1, math.ceil(display_width(line) / columns)) for line in text.split("\n"))
 
 
 @dataclass
@@ -430,36 +427,25 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     return !overflows(section);
   }
 
-  // the same for a list: its last items go to a list on the next slide (an ordered one keeps counting)
-  function splitList(section, list, next) {
+  // the same for a list or a table: its last items (rows) go to a copy of it on the next slide, a table's
+  // under the same header, an ordered list still counting
+  function splitItems(section, block, next) {
+    var holder = block.tagName === "TABLE" ? block.tBodies[0] : block;
+    if (!holder) { return false; }
     var moved = [];
-    while (list.children.length > 1 && overflows(section)) {
-      moved.unshift(list.lastElementChild);
-      list.removeChild(list.lastElementChild);
+    while (holder.children.length > 1 && overflows(section)) {
+      moved.unshift(holder.removeChild(holder.lastElementChild));
     }
     if (!moved.length) { return false; }
-    var rest = list.cloneNode(false);
-    if (list.tagName === "OL") { rest.start = (list.start || 1) + list.children.length; }
-    moved.forEach(function (item) { rest.appendChild(item); });
-    next.querySelector(".continued").insertAdjacentElement("afterend", rest);
-    return !overflows(section);
-  }
-
-  // and for a table: its last rows go to a table on the next slide under the same header
-  function splitTable(section, table, next) {
-    var body = table.tBodies[0];
-    if (!body) { return false; }
-    var moved = [];
-    while (body.rows.length > 1 && overflows(section)) {
-      moved.unshift(body.lastElementChild);
-      body.removeChild(body.lastElementChild);
+    var rest = block.cloneNode(false);
+    var restHolder = rest;
+    if (block.tagName === "TABLE") {
+      if (block.tHead) { rest.appendChild(block.tHead.cloneNode(true)); }
+      restHolder = rest.appendChild(document.createElement("tbody"));
+    } else if (block.tagName === "OL") {
+      rest.start = (block.start || 1) + holder.children.length;
     }
-    if (!moved.length) { return false; }
-    var rest = table.cloneNode(false);
-    if (table.tHead) { rest.appendChild(table.tHead.cloneNode(true)); }
-    var restBody = document.createElement("tbody");
-    moved.forEach(function (row) { restBody.appendChild(row); });
-    rest.appendChild(restBody);
+    moved.forEach(function (item) { restHolder.appendChild(item); });
     next.querySelector(".continued").insertAdjacentElement("afterend", rest);
     return !overflows(section);
   }
@@ -475,8 +461,7 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
         var last = items[items.length - 1];
         var next = nextSlide(s);
         if (last.tagName === "PRE" && splitPre(s, last, next)) { break; }
-        if ((last.tagName === "UL" || last.tagName === "OL") && splitList(s, last, next)) { break; }
-        if (last.tagName === "TABLE" && splitTable(s, last, next)) { break; }
+        if (/^(UL|OL|TABLE)$/.test(last.tagName) && splitItems(s, last, next)) { break; }
         if (items.length === 1) { break; }  // one element taller than a slide: left for the tests to find
         var mark = next.querySelector(".continued");
         mark.insertAdjacentElement("afterend", last);
@@ -540,9 +525,8 @@ def chapter_deck(path: Path, lang: str) -> list[Slide]:
 def lecture_deck(lang: str) -> list[Slide]:
     slides, ids = [], figure_counter("lecture")
     for heading, body, targets in lecture_stops(lang):
-        say = [p for p in paragraphs(body)]
         title = Block(f'<div class="stop-title"><h1>{html.escape(heading)}</h1></div>', 300, kind="heading_open")
-        slides += pack([([title], say, f"stop {heading}")], lang)
+        slides += pack([([title], paragraphs(body), f"stop {heading}")], lang)
         for chapter, sections in targets:
             path = NOTEBOOKS[lang] / f"{chapter}.ipynb"
             groups = notebook_groups(path, lang, ids, only=set(sections))

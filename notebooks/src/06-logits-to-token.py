@@ -448,7 +448,7 @@ q_ids = tok.encode(question)
 q_logits = viz.next_token_logits(lm, q_ids)
 
 # %%
-print(f"{'preset':<11}{'survive':>8}{'bits':>6}  text (seed 0, 16 tokens)")
+print(f"{'preset':<11}{'survive':>8}{'bits':>6}  text (random seed 0, 16 tokens)")
 for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
     params = tl.SamplingParams(**preset, seed=0, max_tokens=16)
     d = viz.distribution(q_logits, params, q_ids)
@@ -471,7 +471,7 @@ for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
 
 # %%
 idea_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Give me ideas for a science fair."}]))
-print(f"{'T':>4}{'mean log p':>11}  text (seed 0, 24 tokens)")
+print(f"{'T':>4}{'mean log p':>11}  text (random seed 0, 24 tokens)")
 brainstorm_scores = {}
 for T in (0.7, 1.0, 1.3, 1.5, 2.0):
     out = lm.generate(idea_ids, tl.SamplingParams(temperature=T, top_p=0.98, top_k=100, seed=0, max_tokens=24))

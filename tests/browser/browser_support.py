@@ -1,7 +1,11 @@
 """What both browser tests share: Debian's chromium driven through the playwright package (never
 `playwright install`, which downloads a browser), with the flags that keep it off the network."""
 
+import contextlib
+import functools
+import http.server
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,26 @@ def missing(what: str):
     if os.environ.get("CI") == "true":
         pytest.fail(f"{what}; CI=true, so this test must run (.ci/run installs chromium and builds the book)")
     pytest.skip(f"{what} (make book; apt-get install chromium; pip install playwright; never `playwright install`)")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(folder: Path):
+    """`folder` served on a free port of 127.0.0.1 while the block runs; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def local_page(browser, allowed: str, outside: list, viewport: dict, timeout_ms: int):

@@ -18,23 +18,15 @@ Screenshots: artifacts/screenshots/book-*.png. Without a built site, Chromium or
 skipped, except under CI=true, where it fails.
 """
 
-import functools
-import http.server
 import re
-import threading
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chinese_is_drawn, local_page, missing
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, chinese_is_drawn, local_page, missing, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
 TIMEOUT_MS = 60_000
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +36,8 @@ def site():
                  "chapters/06-logits-to-token.html", "zh/index.html", "zh/chapters/06-logits-to-token.html"):
         if not (SITE / page).is_file():
             missing(f"the book is not built ({SITE / page} is missing: run `make book`)")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve(SITE) as url:
+        yield url
 
 
 def test_book_renders_offline(site, chromium):

@@ -16,16 +16,17 @@
 Without a built site, Chromium or Playwright the tests are skipped, except under CI=true, where they fail.
 """
 
-import functools
-import http.server
 import itertools
 import json
 import re
-import threading
+import sys
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for roofline_cases
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
+from roofline_cases import chapter_10  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
@@ -33,11 +34,6 @@ TIMEOUT_MS = 60_000
 PROJECTOR = {"width": 1280, "height": 800}
 EDITIONS = {"en": "", "zh": "zh/"}
 N_CHAPTERS = 13
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 def pages(edition: str) -> list[str]:
@@ -55,16 +51,8 @@ def site():
         if len(found) < N_CHAPTERS + 2 or not all((SITE / page).is_file() for page in found):
             missing(f"the book is not built ({SITE / EDITIONS[edition]} lacks its chapters, solutions.html or "
                     "lecturers-guide.html: run `make book`)")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve(SITE) as url:
+        yield url
 
 
 # Every element that can hold something too wide, each compared with itself and with the article's column.
@@ -132,39 +120,6 @@ def test_nothing_is_cut_off_on_a_projector(site, chromium, edition):
 
 
 # ---- the roofline's labels ---------------------------------------------------------------------------------------
-def chapter_10_roofline_specs(language: str) -> dict:
-    """Chapter 10's roofline figures, made now by teachllm.viz in `language`, from the points its committed
-    notebooks measured (tests/test_viz_labels.py uses the same)."""
-    from teachllm import viz
-    from teachllm.roofline import Device, PhasePoint
-    from teachllm.viz import figures
-
-    def points(prefill, decode):
-        return ([PhasePoint("prefill", 1, s, x, 1, x / y) for s, x, y in prefill]
-                + [PhasePoint("decode", b, t, x, 1, x / y) for b, t, x, y in decode])
-
-    if language == "en":
-        cpu = Device("cpu, 2 threads", 2.161e11, 2.161e11 / 4.734, "float32", "measured")
-        measured = points([(16, 6.435, 6.254e10), (64, 25.61, 1.246e11), (300, 123.7, 1.715e11)],
-                          [(1, 301, 0.525, 7.108e9), (16, 301, 6.095, 6.512e10)])
-    else:
-        cpu = Device("cpu, 2 threads", 2.104e11, 2.104e11 / 3.428, "float32", "measured")
-        measured = points([(16, 6.435, 5.059e10), (64, 25.61, 1.006e11), (300, 123.7, 1.468e11)],
-                          [(1, 301, 0.525, 6.737e9), (16, 301, 6.095, 4.065e10)])
-    h100 = Device("H100 SXM", 989e12, 3.35e12, "bfloat16", "spec sheet")
-    predicted = points([(300, 290.7, 9.737e14), (1000, 944.3, 9.89e14)],
-                       [(1, 1001, 0.9999, 3.35e12), (64, 1001, 18.77, 6.289e13)])
-    rows = [dict(name=name, intensity=x, predicted_flops=cpu.attainable(x), measured_flops=y)
-            for name, x, y in (("float32", 0.508, 6.634e9), ("bfloat16", 1.016, 9.903e9),
-                               ("int8 (Q8_0)", 1.87, None), ("4-bit (this file)", 2.591, 2.165e10))]
-    viz.set_language(language)
-    try:
-        return {"measured": figures.roofline_spec(cpu, measured), "H100": figures.roofline_spec(h100, predicted),
-                "precisions": figures.precision_roofline_spec(cpu, rows)}
-    finally:
-        viz.set_language("en")
-
-
 TEXT_BOXES = """div => {
     const base = div.querySelector('.main-svg').getBoundingClientRect();
     return [...div.querySelectorAll('.textpoint text, .annotation-text, text.shape-label')]
@@ -190,7 +145,7 @@ def test_roofline_labels_do_not_overlap_in_chromium(chromium, language):
     from teachllm.viz import figures, labels
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    specs = chapter_10_roofline_specs(language)
+    specs = chapter_10(language)
     problems = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
@@ -218,7 +173,7 @@ def test_roofline_labels_do_not_overlap_in_chromium(chromium, language):
                     if not (ex0 - 1.5 <= x0 and x1 <= ex1 + 1.5 and ey0 - 1.5 <= y0 and y1 <= ey1 + 1.5):
                         problems.append((name, width, "outside its estimate", text, (x0, y0, x1, y1),
                                          (ex0, ey0, ex1, ey1)))
-                if name == "measured" and width == 688:  # the book's column at 1280 px
+                if name == "10.8 measured" and width == 688:  # the book's column at 1280 px
                     shot = "projector-roofline-labels.png" if language == "en" else \
                         f"projector-{language}-roofline-labels.png"
                     page.locator("#figure").screenshot(path=SCREENSHOTS / shot)

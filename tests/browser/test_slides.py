@@ -10,13 +10,10 @@ move between slides. Screenshots of the first three slides of each lecture deck 
 Without built decks, Chromium or Playwright the test is skipped, except under CI=true, where it fails.
 """
 
-import functools
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SLIDES = ROOT / "book" / "_build" / "slides"
@@ -42,27 +39,14 @@ MEASURE = """() => {
 }"""
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def decks():
     """The built decks served on a free port of 127.0.0.1; yields the base URL."""
     for deck in DECKS:
         if not (SLIDES / deck).is_file():
             missing(f"the slides are not built ({SLIDES / deck} is missing: run `make slides`)")
-    handler = functools.partial(_QuietHandler, directory=str(SLIDES))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve(SLIDES) as url:
+        yield url
 
 
 @pytest.mark.parametrize("deck", DECKS)
