@@ -9,7 +9,8 @@ A Chinese notebook has the English one's code cells, its Markdown cells from the
 (scripts/translations.py), the comments of its exercise and check cells translated (the code the same),
 and one more code cell before the first: `viz.set_language("zh")`, so figures and widgets speak Chinese.
 Figures also carry a PNG (TEACHLLM_STATIC_FIGURES=1, kaleido), so they show on a code host, in an HTML
-export and in the book.
+export and in the book, and widgets their kernel-free form for the book (TEACHLLM_STATIC_WIDGETS=1,
+teachllm/viz/static.py).
 
     python scripts/build_notebooks.py              # all notebooks, both editions
     python scripts/build_notebooks.py 01 06        # the ones whose names start with 01 or 06
@@ -104,6 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TEACHLLM_STATIC_FIGURES", "1")
+    os.environ["TEACHLLM_STATIC_WIDGETS"] = "1"  # each widget also saves its kernel-free form for the book
     browsers = ("chromium", "chromium-browser", "google-chrome", "chrome")
     if env_flag("TEACHLLM_STATIC_FIGURES") and not args.metadata_only and not (
             os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in browsers)):

@@ -2,8 +2,9 @@
 figure made with set_language("zh") has Chinese titles and axis titles and a font that can draw them.
 
 The catalogue check reads the code (`ast`): the literal first argument of every tr(...) / viz.tr(...) call
-in teachllm/viz and notebooks/src. Strings passed to tr through a variable (a phase, a slider's name) are
-checked by building every figure and widget in Chinese and asking `untranslated` what was missed.
+in teachllm/viz and notebooks/src, and every literal given to static.templates(...). Strings passed to tr
+through a variable (a phase, a slider's name) are checked by building every figure and widget in Chinese and
+asking `untranslated` what was missed.
 """
 
 import ast
@@ -49,12 +50,12 @@ def tr_literals() -> dict[str, str]:
             if not (isinstance(node, ast.Call) and node.args):
                 continue
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-            if name != "tr":
+            if name not in ("tr", "templates"):  # static.templates(*english): the templates a page fills in
                 continue
-            arg = node.args[0]
-            for candidate in (arg.body, arg.orelse) if isinstance(arg, ast.IfExp) else (arg,):
-                if isinstance(candidate, ast.Constant) and isinstance(candidate.value, str):
-                    found.setdefault(candidate.value, path.name)
+            for arg in node.args[:1] if name == "tr" else node.args:
+                for candidate in (arg.body, arg.orelse) if isinstance(arg, ast.IfExp) else (arg,):
+                    if isinstance(candidate, ast.Constant) and isinstance(candidate.value, str):
+                        found.setdefault(candidate.value, path.name)
     return found
 
 
@@ -255,6 +256,8 @@ def test_widgets_in_chinese(lm, chunked_run, chinese):
     assert "次迭代" in timeline.info.value and timeline.slider.description == "迭代"
     tables = vs.BlockTableView(chunked_run, start=1)
     assert tables.figure.layout.title.text.startswith("第 1 次迭代之后")
+    for view in (explorer, attention, step, tables, viz.RooflineView(lm)):  # the book's forms say the same
+        assert view.static_form()["lang"] == "zh"
     assert not untranslated, f"asked for in Chinese, no entry: {untranslated}"
 
 

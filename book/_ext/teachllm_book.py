@@ -9,13 +9,17 @@ What it does, in the order a build meets it:
    - a plotly figure (``application/vnd.plotly.v1+json``) becomes a ``<div class="teachllm-plotly">`` with
      the figure's JSON beside it; ``_static/plotly-figures.js`` draws it with the one local plotly.js, so
      it stays interactive (hover, zoom); the notebook's PNG of it is the ``<noscript>`` fallback;
-   - an ipywidgets view (``application/vnd.jupyter.widget-view+json``; its state is not saved and its
-     JavaScript would come from a CDN) becomes a note naming the widget and saying where it runs;
+   - an ipywidgets view becomes its kernel-free form: the notebooks are built with each widget's static form
+     (``application/vnd.teachllm.widget+json``, teachllm/viz/static.py) beside it, and the page gets a
+     ``<div class="teachllm-live" data-teachllm-widget="...">`` with that JSON; ``_static/teachllm-widgets.js``
+     draws the same controls and figures with no kernel. A widget saved without one is a build warning (the
+     old note naming it stays as the fallback);
    - the exercises' empty work cells (tagged ``exercise``) are left out (``remove-cell``), and their check
      cells (tagged ``check``, hidden in JupyterLab) become a closed toggle (``hide-cell``); the worked
      answers are on the Solutions page.
-3. ``html-page-context``: pages with a plotly figure load ``_static/vendor/plotly.min.js`` (one file for
-   the whole site, copied from the plotly package) and ``plotly-figures.js``.
+3. ``html-page-context``: pages with a plotly figure or a widget load ``_static/vendor/plotly.min.js`` (one
+   file for the whole site, copied from the plotly package) and ``plotly-figures.js``; pages with a widget
+   also load ``teachllm-widgets.js``.
 4. ``doctree-resolved`` (chapters only): the first occurrence of each glossary term in a chapter's prose
    becomes a link to its entry in the glossary. Code, outputs, headings and existing links are skipped.
    The Chinese edition links its Chinese terms (预填充, KV 缓存 …) too.
@@ -39,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
+LIVE = "application/vnd.teachllm.widget+json"  # a widget's kernel-free form (teachllm.viz.static.MIME)
 CHAPTERS = "chapters"
 PLOTLY_JS = "vendor/plotly.min.js"
 
@@ -87,9 +92,23 @@ def widget_html(plain: str, lang: str = "en") -> str:
     return f'<div class="teachllm-widget"><p>{WIDGET_NOTE[lang].format(widget=widget)}</p></div>'
 
 
+NO_SCRIPT = {"en": "This widget is drawn by JavaScript, which is off in this browser.",
+             "zh": "这个控件由 JavaScript 绘制，而这个浏览器关闭了 JavaScript。"}
+
+
+def live_widget_html(form: dict, element_id: str, lang: str = "en") -> str:
+    """The widget's kernel-free form: a root element naming the widget and its static form as JSON beside it;
+    _static/teachllm-widgets.js builds the controls and draws it."""
+    spec = json.dumps(form, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    name = html.escape(form["widget"])
+    return (f'<div class="teachllm-live" id="{element_id}" data-teachllm-widget="{name}">'
+            f'<noscript>{NO_SCRIPT[lang]}</noscript></div>\n'
+            f'<script type="application/json" id="{element_id}-json">{spec}</script>')
+
+
 def static_notebook(text: str, prefix: str, lang: str = "en") -> str:
     notebook = json.loads(text)
-    n_figures = 0
+    n_figures = n_widgets = 0
     for cell in notebook.get("cells", []):
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         if "exercise" in tags and "remove-cell" not in tags:
@@ -105,7 +124,13 @@ def static_notebook(text: str, prefix: str, lang: str = "en") -> str:
                 png = data.get("image/png")
                 png = "".join(png) if isinstance(png, list) else png
                 output["data"] = {"text/html": plotly_html(data[PLOTLY], f"{prefix}-figure-{n_figures}", png)}
+            elif LIVE in data:
+                n_widgets += 1
+                form = json.loads(data[LIVE]) if isinstance(data[LIVE], str) else data[LIVE]
+                output["data"] = {"text/html": live_widget_html(form, f"{prefix}-widget-{n_widgets}", lang)}
             elif WIDGET in data:
+                logger.warning(f"chapter {prefix}: a widget's output has no kernel-free form ({LIVE}); rebuild the "
+                               "notebook with scripts/build_notebooks.py")
                 plain = data.get("text/plain", "")
                 output["data"] = {"text/html": widget_html("".join(plain) if isinstance(plain, list) else plain, lang)}
     return json.dumps(notebook)
@@ -119,9 +144,12 @@ def rewrite_chapter(app: Sphinx, docname: str, source: list[str]) -> None:
 
 # ---- 3. plotly.js: one local copy, loaded only where a figure is ------------------------------------------
 def add_plotly_js(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    if 'class="teachllm-plotly"' in (context.get("body") or ""):
+    body = context.get("body") or ""
+    if 'class="teachllm-plotly"' in body or 'class="teachllm-live"' in body:
         app.add_js_file(PLOTLY_JS, priority=400)
         app.add_js_file("plotly-figures.js", priority=401)
+    if 'class="teachllm-live"' in body:
+        app.add_js_file("teachllm-widgets.js", priority=402)
 
 
 def copy_plotly_js(app: Sphinx, exception) -> None:

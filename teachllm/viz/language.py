@@ -74,6 +74,14 @@ def tr(english: str, **fields) -> str:
     return template.format(**fields)
 
 
+def template(english: str) -> str:
+    """`english`'s template in the current language, fields not filled in: for the book's pages, which fill them
+    in themselves (teachllm.viz.static)."""
+    if _current == "zh" and english not in ZH:
+        untranslated.add(english)
+    return ZH.get(english, english) if _current == "zh" else english
+
+
 def display_width(text: str) -> int:
     """Columns `text` takes in a monospaced font: a Chinese character (East Asian wide or full-width) takes two."""
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)

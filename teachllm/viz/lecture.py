@@ -24,6 +24,7 @@ from ..sampling import (
     process_logits,
     sample,
 )
+from . import static
 from .data import token_label
 from .figures import COLORS, _r, figure
 from .language import display_width, tr
@@ -59,7 +60,7 @@ def bpe_pieces_figure(text: str, merges: list[Merge], n_merges: int) -> go.Figur
     return figure(bpe_pieces_spec(text, merges, n_merges))
 
 
-class BPEStepper(widgets.VBox):
+class BPEStepper(static.StaticForm, widgets.VBox):
     """A slider over the merges: the text's pieces after the first n of them."""
 
     def __init__(self, text: str, merges: list[Merge], start: int = 0):
@@ -76,6 +77,12 @@ class BPEStepper(widgets.VBox):
             self.fig.data[0].update(traces[0])
             self.fig.layout.title = layout["title"]
             self.fig.layout.xaxis.range = layout["xaxis"]["range"]
+
+    def static_form(self) -> dict:
+        """For the book: one frame per number of merges, the figure `bpe_pieces_spec` draws."""
+        s = self.slider
+        frames = {static.key(n): {"figure": bpe_pieces_spec(self.text, self.merges, n)} for n in range(s.max + 1)}
+        return static.form("BPEStepper", [static.slider("merges", s.description, s.min, s.max, 1, s.value)], frames)
 
 
 # ---- logits through each penalty (chapter 7) ----------------------------------------------------

@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 
 from .. import cost
 from ..units import ceil_div
+from . import static
 from .data import CachePoint
 from .figures import COLORS, figure
 from .language import tr
@@ -400,7 +401,7 @@ def _round(values, digits: int = 4) -> list:
 
 
 # ---- widgets ------------------------------------------------------------------------------------
-class _IterationSlider(widgets.VBox):
+class _IterationSlider(static.StaticForm, widgets.VBox):
     """A slider and buttons over the iterations of a run; subclasses say what to draw for one iteration."""
 
     def __init__(self, run, start: int | None = None):
@@ -410,7 +411,7 @@ class _IterationSlider(widgets.VBox):
         self.slider = widgets.IntSlider(value=first if start is None else start, min=first, max=last,
                                         description=tr("iteration"), layout=widgets.Layout(width="420px"))
         self.slider.add_class("teachllm-iteration")
-        buttons = []
+        self.buttons = buttons = []
         for label, icon, action in ((tr("previous"), "step-backward", self.previous),
                                     (tr("next"), "step-forward", self.next), (tr("last"), "fast-forward", self.last)):
             b = widgets.Button(description=label, icon=icon, layout=widgets.Layout(width="110px"))
@@ -430,7 +431,21 @@ class _IterationSlider(widgets.VBox):
         raise NotImplementedError
 
     def _describe(self) -> None:
-        self.info.value = f"<pre style='margin:0'>{html.escape(describe_iteration(self.record))}</pre>"
+        self.info.value = self.info_html(self.record)
+
+    @staticmethod
+    def info_html(record) -> str:
+        return f"<pre style='margin:0'>{html.escape(describe_iteration(record))}</pre>"
+
+    def static_form(self) -> dict:
+        """For the book: one frame per iteration, the same figure and words as `show` gives."""
+        s = self.slider
+        controls = [static.slider("iteration", s.description, s.min, s.max, 1, s.value),
+                    static.buttons("iteration", [(b.description, what) for b, what
+                                                 in zip(self.buttons, ("previous", "next", "last"), strict=True)])]
+        frames = {static.key(i): {"figure": self.spec(i), "html": {"info": self.info_html(r)}}
+                  for i, r in self.records.items()}
+        return static.form(type(self).__name__, controls, frames)
 
     def show(self) -> None:
         refresh(self.figure, self.spec(self.slider.value))

@@ -16,6 +16,7 @@ is drawn by plotly.js and the widget manager bundled with JupyterLab: nothing is
 from __future__ import annotations
 
 import html
+import json
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
@@ -23,9 +24,9 @@ import plotly.graph_objects as go
 from .. import roofline
 from ..generate import generation_steps
 from ..sampling import SamplingParams
-from . import data, figures
+from . import data, figures, static
 from .data import labeller
-from .figures import figure_layout
+from .figures import COLORS, figure_layout
 from .language import tr
 
 
@@ -52,7 +53,7 @@ def _slider(kind, value, low, high, step, name):
 
 
 # ---- 1. the next-token distribution -------------------------------------------------------------
-class DistributionExplorer(widgets.VBox):
+class DistributionExplorer(static.StaticForm, widgets.VBox):
     """The model's next-token logits for `prompt` (+ `output`, text it has already generated), computed
     once; every control reruns `process_logits` on that row and redraws the bars."""
 
@@ -95,8 +96,8 @@ class DistributionExplorer(widgets.VBox):
         filters = widgets.VBox([widgets.HTML(note), *list(self.controls.values())[:4]])
         note = "<i>" + tr("penalties (1 and 0 = off; presence, frequency: output only)") + "</i>"
         penalties = widgets.VBox([widgets.HTML(note), *list(self.controls.values())[4:]])
-        super().__init__([widgets.HTML(f"<b>{tr('prompt:')}</b> {text}<b>▮</b>"), self.preset,
-                          widgets.HBox([filters, penalties]),
+        self.heading = widgets.HTML(f"<b>{tr('prompt:')}</b> {text}<b>▮</b>")
+        super().__init__([self.heading, self.preset, widgets.HBox([filters, penalties]),
                           widgets.HBox([self.seed, self.sample_button, self.info]), self.figure])
         self._update_info()
 
@@ -155,9 +156,33 @@ class DistributionExplorer(widgets.VBox):
         self.redraw()
         self._update_info()
 
+    def static_form(self) -> dict:
+        """For the book (teachllm.viz.static): the real logits, exactly, and the controls; the page runs the same
+        pipeline as `data.distribution` on them (book/_static/teachllm-widgets.js) and draws what `distribution_spec`
+        draws. It names the tokens a chart can show: the 200 most likely, the history and EOS."""
+        history = self.prompt_ids + self.output_ids
+        shown = sorted(set(self.logits.topk(200).indices.tolist()) | set(history) | set(self.eos))
+        controls = [static.slider(name, s.description, s.min, s.max, s.step, s.value)
+                    for name, s in self.controls.items()]
+        controls += [static.select("preset", self.preset.description, list(self.preset.options), self.preset.value),
+                     {"kind": "number", "name": "seed", "label": self.seed.description, "value": self.seed.value}]
+        strings = static.templates(
+            "model (before)", "after processing", "cumulative (what top-p sees)", "sampled", "model", "after",
+            "{rule} cut", "{settings} · entropy {before:.2f} → {after:.2f} bits · {kept:,} of {vocab:,} tokens survive",
+            " · sampled {token} (rank {rank}{where})", ", outside the chart", "probability", "cumulative",
+            "greedy (T = 0)", "repetition", "presence", "frequency", "sample",
+            "press <i>sample</i> to draw a token with this random seed",
+            "sampled <b>{token}</b> (id {id}, rank {rank} after processing)")
+        notes = [child.children[0].value for child in self.children[2].children]
+        return static.form("DistributionExplorer", controls, {}, logits=static.float32_base64(self.logits),
+                           prompt_ids=self.prompt_ids, output_ids=self.output_ids, eos_token_ids=list(self.eos),
+                           labels=dict(zip(shown, self.labels_of(shown), strict=True)), top_n=self.top_n,
+                           presets=data.PRESETS, defaults=vars(SamplingParams()), strings=strings, notes=notes,
+                           heading=self.heading.value, colors=COLORS, layout=static.figure_json(([], {}))["layout"])
+
 
 # ---- 2. attention ---------------------------------------------------------------------------------
-class AttentionExplorer(widgets.VBox):
+class AttentionExplorer(static.StaticForm, widgets.VBox):
     """Prefill `prompt` and decode `n_decode` greedy tokens with a Trace; choose a layer and a query head
     to see it beside the heads that share its KV head."""
 
@@ -182,13 +207,21 @@ class AttentionExplorer(widgets.VBox):
     def redraw(self) -> None:
         refresh(self.figure, figures.attention_spec(self.capture, self.layer.value, self.head.value))
 
+    def static_form(self) -> dict:
+        """For the book: one frame per layer and head, the same figure as `redraw` draws."""
+        controls = [static.select(name, w.description, list(w.options), w.value)
+                    for name, w in (("layer", self.layer), ("head", self.head))]
+        frames = {static.key(layer, head): {"figure": figures.attention_spec(self.capture, layer, head)}
+                  for _, layer in self.layer.options for _, head in self.head.options}
+        return static.form("AttentionExplorer", controls, frames)
+
 
 # ---- 3 and 4. stepping through the generation loop ------------------------------------------------
 class _Loop:
     """`generation_steps` for one prompt, advanced one `Step` at a time: what the stepping views share."""
 
     def __init__(self, lm, prompt: str, params: SamplingParams | None):
-        self.lm, self.prompt_ids = lm, lm.tokenizer.encode(prompt)
+        self.lm, self.prompt, self.prompt_ids = lm, prompt, lm.tokenizer.encode(prompt)
         self.params = params or SamplingParams(temperature=0, max_tokens=24)
         self.labels_of = labeller(lm.tokenizer)
         self.restart()
@@ -210,6 +243,16 @@ class _Loop:
         self.records.append(data.step_record(self.step, self.labels_of))
         return True
 
+    def fresh(self) -> _Loop:
+        """A new loop over the same prompt and settings, not yet started: for the book's recording of it."""
+        return _Loop(self.lm, self.prompt, self.params)
+
+
+def _stepping_controls(row: widgets.HBox, n_frames: int) -> list[dict]:
+    """The book's controls for a view stepped by `_controls`' buttons: the step, and the same three buttons."""
+    return [{"kind": "state", "name": "step", "min": 0, "max": n_frames - 1, "value": 0},
+            static.buttons("step", list(zip(static.widget_buttons(row), ("next", "run", "first"), strict=True)))]
+
 
 def _controls(view) -> widgets.HBox:
     """"next token", "run to the end" and "restart" buttons for a view with next(), run(), restart()."""
@@ -223,7 +266,7 @@ def _controls(view) -> widgets.HBox:
     return widgets.HBox(row)
 
 
-class CacheGrowthView(widgets.VBox):
+class CacheGrowthView(static.StaticForm, widgets.VBox):
     """The KV cache while generating: bytes after each step (the cache's own count and the formula)
     against what the contiguous cache allocated up front, and each layer's share."""
 
@@ -232,7 +275,8 @@ class CacheGrowthView(widgets.VBox):
         self.points: list[data.CachePoint] = []
         self._take_step()  # prefill, so that there is something to draw
         self.figure = go.FigureWidget(figures.cache_growth_figure(self.points))
-        super().__init__([_controls(self), self.figure])
+        self.buttons = _controls(self)
+        super().__init__([self.buttons, self.figure])
 
     def _take_step(self) -> bool:
         if not self.loop.advance():
@@ -254,8 +298,16 @@ class CacheGrowthView(widgets.VBox):
         self.points = []
         self.next()
 
+    def static_form(self) -> dict:
+        """For the book: the whole run, recorded step by step; the buttons move along the recording."""
+        loop, points, frames = self.loop.fresh(), [], {}
+        while loop.advance():
+            points.append(data.cache_point(loop.step.index, loop.step.phase, loop.step.cache))
+            frames[static.key(len(frames))] = {"figure": figures.cache_growth_spec(list(points))}
+        return static.form("CacheGrowthView", _stepping_controls(self.buttons, len(frames)), frames)
 
-class StepThrough(widgets.VBox):
+
+class StepThrough(static.StaticForm, widgets.VBox):
     """The real generation loop, one token per click: prefill or decode, the chosen token, the top
     candidates, the time the step took and the cache's length; the text grows as it goes."""
 
@@ -264,7 +316,8 @@ class StepThrough(widgets.VBox):
         self.loop.advance()  # prefill
         self.text, self.table = widgets.HTML(), widgets.HTML()
         self.figure = go.FigureWidget(figures.step_figure(self.loop.records[-1], show_time=True))
-        super().__init__([_controls(self), self.text, widgets.HBox([self.table, self.figure])])
+        self.buttons = _controls(self)
+        super().__init__([self.buttons, self.text, widgets.HBox([self.table, self.figure])])
         self.show()
 
     def next(self) -> None:
@@ -280,20 +333,34 @@ class StepThrough(widgets.VBox):
         self.next()
 
     def show(self) -> None:
-        records = self.loop.records
+        self.text.value, self.table.value = self.html(self.loop)
+        refresh(self.figure, figures.step_spec(self.loop.records[-1], show_time=True))
+
+    @staticmethod
+    def html(loop: _Loop) -> tuple[str, str]:
+        """The text so far and the table of the last 12 steps, as HTML."""
+        records = loop.records
         r = records[-1]
-        prompt = html.escape(self.loop.lm.tokenizer.decode(self.loop.prompt_ids))
+        prompt = html.escape(loop.lm.tokenizer.decode(loop.prompt_ids))
         end = " <i>" + tr("(finished)") + "</i>" if r.finished else "▮"
-        self.text.value = f"<span style='color:#888'>{prompt}</span><b>{html.escape(r.text)}</b>{end}"
+        text = f"<span style='color:#888'>{prompt}</span><b>{html.escape(r.text)}</b>{end}"
         rows = "".join(f"<tr><td>{x.index}</td><td>{tr(x.phase)}</td><td>{html.escape(x.label)}</td>"
                        f"<td>{x.seconds * 1e3:.1f}</td><td>{x.cache_length}</td></tr>" for x in records[-12:])
         head = "".join(f"<th>{tr(name)}</th>" for name in ("step", "phase", "token", "ms", "cache"))
-        self.table.value = f"<table><tr>{head}</tr>{rows}</table>"
-        refresh(self.figure, figures.step_spec(r, show_time=True))
+        return text, f"<table><tr>{head}</tr>{rows}</table>"
+
+    def static_form(self) -> dict:
+        """For the book: the whole run, recorded step by step (its times are the build machine's)."""
+        loop, frames = self.loop.fresh(), {}
+        while loop.advance():
+            text, table = self.html(loop)
+            frames[static.key(len(frames))] = {"figure": figures.step_spec(loop.records[-1], show_time=True),
+                                               "html": {"text": text, "table": table}}
+        return static.form("StepThrough", _stepping_controls(self.buttons, len(frames)), frames)
 
 
 # ---- 5. cost ---------------------------------------------------------------------------------------
-class PhaseTimeline(widgets.VBox):
+class PhaseTimeline(static.StaticForm, widgets.VBox):
     """Generate once and lay the measured steps out in time: one long prefill, many short decodes, and
     the share of the device's peak FLOP/s each reached (`device` from `tl.roofline.measure_device`)."""
 
@@ -302,10 +369,10 @@ class PhaseTimeline(widgets.VBox):
         self.params = params or SamplingParams(temperature=0, max_tokens=32, ignore_eos=True)
         self.labels_of = labeller(lm.tokenizer)
         self.figure = go.FigureWidget(layout=figure_layout())
-        button = widgets.Button(description=tr("generate and time"), icon="clock-o",
-                                layout=widgets.Layout(width="auto"))
-        button.on_click(lambda _: self.measure())
-        super().__init__([button, self.figure])
+        self.button = widgets.Button(description=tr("generate and time"), icon="clock-o",
+                                     layout=widgets.Layout(width="auto"))
+        self.button.on_click(lambda _: self.measure())
+        super().__init__([self.button, self.figure])
 
     def measure(self) -> list[data.Segment]:
         if self.device is None:
@@ -317,8 +384,11 @@ class PhaseTimeline(widgets.VBox):
         refresh(self.figure, figures.timeline_spec(segments))
         return segments
 
+    def static_form(self) -> dict:
+        return _recording(self)
 
-class RooflineView(widgets.VBox):
+
+class RooflineView(static.StaticForm, widgets.VBox):
     """Measure the device's roof and time the real model's prefill and decode (`measure_phases`)."""
 
     def __init__(self, lm, prefill_lengths=(16, 64, 256), decode_batches=(1, 8), decode_contexts=(64, 512)):
@@ -326,12 +396,26 @@ class RooflineView(widgets.VBox):
         self.settings = dict(prefill_lengths=prefill_lengths, decode_batches=decode_batches,
                              decode_contexts=decode_contexts)
         self.figure = go.FigureWidget(layout=figure_layout())
-        button = widgets.Button(description=tr("measure"), icon="tachometer", layout=widgets.Layout(width="auto"))
-        button.on_click(lambda _: self.measure())
-        super().__init__([button, self.figure])
+        self.button = widgets.Button(description=tr("measure"), icon="tachometer", layout=widgets.Layout(width="auto"))
+        self.button.on_click(lambda _: self.measure())
+        super().__init__([self.button, self.figure])
 
     def measure(self):
         device = roofline.measure_device(self.lm.device, self.lm.dtype, config=self.lm.config)
         points = roofline.measure_phases(self.lm, device=device, **self.settings)
         refresh(self.figure, figures.roofline_spec(device, points))
         return device, points
+
+    def static_form(self) -> dict:
+        return _recording(self)
+
+
+def _recording(view) -> dict:
+    """For the book, a view that measures this machine: its figure as the notebook left it, measured when the
+    notebooks were built, and its button, which in the page says so instead of measuring again."""
+    controls = [{"kind": "state", "name": "step", "min": 0, "max": 0, "value": 0},
+                static.buttons("step", [(view.button.description, "replay")])]
+    figure = json.loads(view.figure.to_json())
+    return static.form(type(view).__name__, controls, {"0": {"figure": figure}},
+                       replay=tr("The book shows what was measured when its notebooks were built; run this chapter's "
+                                 "notebook to measure your own machine."))

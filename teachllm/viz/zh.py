@@ -259,4 +259,6 @@ ZH: dict[str, str] = {
     "wrong": "错",
     "not yet: finish reason {finish}, id 2 {id2}": "还不对：结束原因猜{finish}了，id 2 猜{id2}了",
     "set both predictions in the cell above first": "请先在上面的单元格里填好两个预测",
+    "The book shows what was measured when its notebooks were built; run this chapter's notebook to measure your own "
+    "machine.": "书里显示的是构建笔记本时测得的结果；要测你自己的机器，请运行本章的笔记本。",
 }

@@ -10,7 +10,7 @@ no analytics). On four pages it checks what a reader would see:
 
 And on the Chinese edition (book/_build/html/zh): chapter 6 is drawn in Chinese (two of its characters,
 screenshotted, differ from each other and from the missing-glyph box), its figure and formula are drawn,
-chapter 4's widget note and the toggle of a hidden cell read in Chinese (book-zh-widget-note.png,
+chapter 4's widget buttons and the toggle of a hidden cell read in Chinese (book-zh-widget.png,
 book-zh-code-toggle.png), the language switch leads to the same chapter in English and back, and searching
 预填充 finds pages (Sphinx indexes Chinese only with jieba).
 
@@ -158,21 +158,23 @@ def test_chinese_book_renders_offline(site, chromium):
             figure.scroll_into_view_if_needed()
             figure.screenshot(path=SCREENSHOTS / "book-zh-figure.png")
 
-            # ---- what a reader reads around the code is Chinese too: a widget's note, a hidden cell's toggle --
+            # ---- what a reader reads around the code is Chinese too: a widget's buttons, a hidden cell's toggle
             page.goto(f"{site}/zh/chapters/04-kv-cache.html")
-            note = page.locator(".teachllm-widget").first
-            note.scroll_into_view_if_needed()
-            assert "交互控件" in note.inner_text() and "kernel" not in note.inner_text(), note.inner_text()
-            note.screenshot(path=SCREENSHOTS / "book-zh-widget-note.png")
+            widget = page.locator("[data-teachllm-widget='CacheGrowthView']")
+            widget.locator(".main-svg").first.wait_for()
+            widget.scroll_into_view_if_needed()
+            labels = widget.locator(".teachllm-buttons button").all_inner_texts()
+            assert labels == ["下一个 token", "运行到结束", "重新开始"], labels
+            widget.screenshot(path=SCREENSHOTS / "book-zh-widget.png")
             toggle = page.locator("details.hide summary").first
             toggle.scroll_into_view_if_needed()
             assert toggle.inner_text().strip() == "显示代码单元格", toggle.inner_text()
             toggle.screenshot(path=SCREENSHOTS / "book-zh-code-toggle.png")
             toggle.click()
             assert "隐藏代码单元格" in toggle.inner_text(), toggle.inner_text()
-            texts = page.evaluate("() => [...document.querySelectorAll('.teachllm-widget, details.hide summary')]"
-                                  ".map(e => e.innerText)")
-            assert not [t for t in texts if re.search(r"Interactive widget|Show code|Hide code", t)], texts
+            texts = page.evaluate("() => [...document.querySelectorAll('.teachllm-buttons button, "
+                                  "details.hide summary')].map(e => e.innerText)")
+            assert not [t for t in texts if re.search(r"next token|restart|Show code|Hide code", t)], texts
 
             # ---- the language switch: the same chapter in English, and back ------------------------------
             page.goto(f"{site}/zh/{chapter}")
