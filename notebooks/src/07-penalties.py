@@ -181,6 +181,14 @@ for name in ("presence_penalty", "frequency_penalty"):
 # - At 1.5 presence gives a long, varied list; frequency ends the list after a few animals — the comma's
 #   penalty grows by 1.5 with every animal until another token beats it.
 #
+# Try the three soft penalties yourself. The explorer below holds the logits of the step we studied: the
+# prompt and the first 12 tokens of the loop. The repetition slider counts the prompt and the output;
+# presence and frequency count only the output. Watch ` dog` and the comma fall, and what rises in their place.
+
+# %%
+viz.DistributionExplorer(lm, prompt, output=tok.decode(loop_ids[:k]))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ## 7.4 No-repeat n-gram (a hard ban)
 #
 # With `no_repeat_ngram_size = n`, no sequence of *n* tokens may occur twice (prompt included). Before each
