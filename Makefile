@@ -24,9 +24,9 @@ test: setup
 	$(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb notebooks/zh/*.ipynb
 
 # The tests whose results depend on the CPU's kernels (marked `floating`) and every notebook, again with PyTorch,
-# oneDNN and MKL limited to their AVX2 kernels: what most laptops run (Intel's consumer chips since Alder Lake and
+# oneDNN, MKL and fbgemm limited to their AVX2 kernels: what most laptops run (Intel's consumer chips since Alder Lake and
 # AMD's before Zen 4 have no AVX-512). On an AVX-512 machine this is the only way to see them; CI runs both.
-AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 FBGEMM_ENABLE_INSTRUCTIONS=AVX2
 
 test-avx2: setup
 	$(PINNED) $(AVX2) $(PY) -m pytest -m floating

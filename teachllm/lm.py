@@ -17,7 +17,7 @@ import os
 
 import torch
 
-from . import inputs
+from . import fast, inputs, kernels
 from .cache import KVCache
 from .config import ModelConfig
 from .generate import generate, stream
@@ -43,6 +43,9 @@ class LanguageModel:
         self.config: ModelConfig = model.config
         self._tokenizer = tokenizer
         self.name = name
+        self.kernels: kernels.Choice | None = None  # weights="gguf": which kernel multiplies each matrix, and why
+        self.fast: fast.FastPath | None = None  # weights="gguf": the same forward pass in fewer operations
+        self._kernel_key: str | None = None  # weights="gguf": names the model in the kernels' cache
 
     # ---- basics --------------------------------------------------------------------------------
     @property
@@ -69,6 +72,22 @@ class LanguageModel:
         return (f"LanguageModel({self.name}: {c.n_params / 1e6:.1f}M parameters, {c.n_layers} layers, "
                 f"{c.n_heads} query / {c.n_kv_heads} KV heads, device={self.device}, dtype={self.dtype})")
 
+    def describe(self) -> str:
+        """What multiplies the weights: for weights="gguf", the kernel of each group of matrices and why it was
+        chosen (teachllm.kernels); otherwise the dtype every matrix is kept in."""
+        if self.kernels is None:
+            return f"{self.name}: every matrix in {str(self.dtype).removeprefix('torch.')}, multiplied by F.linear"
+        return f"{self.name}\n{self.kernels.describe()}"
+
+    def set_kernel(self, kernel: str = kernels.AUTO) -> None:
+        """weights="gguf": put every matrix on `kernel` ("auto": the fastest faithful one per group, measured
+        once per machine), and rebuild the fast path's stacked matrices on it. `print(lm.describe())` shows it."""
+        if self._kernel_key is None:
+            raise ValueError(f"{self.name} keeps no GGUF blocks: load it with tl.load(weights='gguf') to choose "
+                             "kernels")
+        self.kernels = kernels.configure(self, kernel, model_key=self._kernel_key)
+        self.fast = fast.FastPath(self.model)
+
     def new_cache(self, max_len: int | None = None, batch_size: int = 1) -> KVCache:
         """An empty, preallocated KV cache for `batch_size` sequences of up to `max_len` tokens each
         (default: the model's whole context window)."""
@@ -87,6 +106,8 @@ class LanguageModel:
         ids, pad = inputs.prefill_batch(ids, self, cache)  # [B, S], [B]
         if cache.length == 0:
             cache.start.copy_(pad)  # row b's real tokens start after pad[b] slots of padding
+        if self.fast is not None and trace is None:
+            return self.fast(ids, cache)[:, -1]  # [B, V]: the same pass, fewer operations (teachllm.fast)
         return self.model(ids, cache, trace, last_only=True)[:, -1]  # [B, V]
 
     @torch.no_grad()
@@ -96,6 +117,8 @@ class LanguageModel:
         token: an int (batch 1), a list of B ints, or a LongTensor [B] or [B, 1].
         """
         token = inputs.decode_tokens(token, self, cache)  # [B, 1]
+        if self.fast is not None and trace is None:
+            return self.fast(token, cache)[:, -1]  # [B, V]: the same pass, fewer operations (teachllm.fast)
         return self.model(token, cache, trace, last_only=True)[:, -1]  # [B, V]
 
     @torch.no_grad()
@@ -160,7 +183,7 @@ class LanguageModel:
 
 
 def load(name_or_path: str | os.PathLike | None = None, device: str | torch.device = "auto", dtype=None,
-         progress: bool = True, weights: str = "float") -> LanguageModel:
+         progress: bool = True, weights: str = "float", kernel: str = "auto") -> LanguageModel:
     """Load a Llama-family checkpoint into teachllm's decoder.
 
     name_or_path: None for the bundled SmolLM2-135M-Instruct; a local checkpoint folder; a .gguf file;
@@ -169,9 +192,15 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     weights: "float" (every matrix de-quantised to `dtype`: the reference) or "gguf" (a GGUF file's
     matrices kept in their shipped 4- and 8-bit blocks, multiplied by PyTorch's packed int4 kernel on
     the CPU; see teachllm.quant). With "gguf", "auto" means the CPU.
+    kernel (weights="gguf" only): "auto" (the fastest faithful kernel for each group of matrices on this machine,
+    measured at the first load, a few seconds, then read from the cache) or one of teachllm.kernels.KERNELS
+    for every matrix ("int4", "float16", "bfloat16", "float32"; "int8" and "dynamic-int8" to compare).
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+    if kernel != kernels.AUTO and (weights != "gguf" or kernel not in kernels.KERNELS):
+        raise ValueError(f"kernel={kernel!r}: kernel is 'auto' or one of {', '.join(kernels.KERNELS)}, and only "
+                         "with weights='gguf'")
     if weights == "gguf":
         source = gguf_file(name_or_path)  # checked before any conversion starts
         device, dtype = gguf_device_dtype(device, dtype)
@@ -186,4 +215,8 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     tokenizer = Tokenizer.from_pretrained(ckpt.folder) if has_tokenizer else None
     name = "SmolLM2-135M-Instruct" if name_or_path is None else str(name_or_path)
     name += " (weights=gguf)" if weights == "gguf" else ""
-    return LanguageModel(model, tokenizer, name=name)
+    lm = LanguageModel(model, tokenizer, name=name)
+    if weights == "gguf":
+        lm._kernel_key = f"{name} {source.name} {source.stat().st_size}"
+        lm.set_kernel(kernel)
+    return lm

@@ -1,30 +1,20 @@
-"""Linear layers that keep a GGUF file's 4- and 8-bit blocks and multiply through PyTorch's packed kernels.
+"""Linear layers that keep a GGUF file's 4- and 8-bit blocks, and multiply through the kernel chosen for them.
 
     lm = tl.load(weights="gguf")          # the bundled model as it ships: Q4_1 layers, Q8_0 LM head
     lin = lm.model.layers[0].mlp.gate_proj
-    lin                                   # Q4_1Linear(576 → 1536, 0.53 MiB as stored, float32: 3.38 MiB)
+    lin                                   # Q4_1Linear(576 → 1536, 0.53 MiB as stored, float32: 3.38 MiB, kernel int4)
     lin.q[0, :32], lin.d[0, 0], lin.m[0, 0]   # the first block of row 0: 32 integers, scale, minimum
     lin.dequantize()                      # [1536, 576] float32: exactly the weight tl.load() gives
 
 A decode step reads every weight once, so the fewer bytes a weight takes, the faster the step.
 The bundled GGUF stores each layer matrix in 5 bits per weight (Q4_1) and the embedding, tied to
 the LM head, in 8.5 bits (Q8_0); `tl.load()` turns all of it into 32-bit floats. These classes keep
-the stored integers and multiply with them directly:
+the stored blocks, and so the exact weights: every `dequantize()` equals the float32 weight.
 
-  - `torch._weight_int4pack_mm_for_cpu` (4-bit integers in groups, one scale and one zero per group
-    and output row) for the Q4_1 matrices, and for the Q8_0 head written as two 4-bit digits;
-  - the activations enter the kernel in bfloat16 (its fast path: with float32 activations the same
-    kernel was about 45× slower per call on this CPU than with bfloat16) and the result leaves in float32,
-    so norms, attention and the residual stream stay float32;
-  - the kernel's per-group scale and zero are bfloat16 too (d and m are float16 in the file, so they
-    lose 3 of their 11 significant bits), and so is its output. The integers are never changed: every
-    `dequantize()` equals the float32 weight exactly. The bfloat16 rounding of inputs, scales and outputs
-    is the whole difference from the float32 model (see tests/test_quant.py for the bound). Splitting
-    activations or scales into a bf16 high and low part, which costs a second pass, barely helped: the
-    rounding of the kernel's bf16 output remains (chapter 10 gives the figures).
-
-Prefill and decode take the same path: the int4 kernel was faster than float32 MKL at every length
-measured (1 to 2,048 tokens), so there is no second, dequantised path for long prompts.
+To multiply, a layer hands its activations to a *kernel* (teachllm.kernels), which holds the same weight in
+the layout it reads: by default PyTorch's packed int4 kernel on the stored integers, or, where this CPU
+multiplies faster another way, a float16 or bfloat16 copy (`tl.load` measures that once per machine;
+`lm.describe()` says what it chose and why). Norms, attention and the residual stream stay float32.
 Only the CPU kernels are wired up; `weights="gguf"` on CUDA is refused in `loading.py`.
 """
 
@@ -34,7 +24,9 @@ import numpy as np
 import torch
 from torch import nn
 
-GROUP = 32  # weights per block, for both formats
+from . import kernels
+
+GROUP = kernels.GROUP  # weights per block, for both formats
 
 
 def _f16(block_bytes: torch.Tensor) -> torch.Tensor:
@@ -42,8 +34,47 @@ def _f16(block_bytes: torch.Tensor) -> torch.Tensor:
     return block_bytes.contiguous().view(torch.float16).squeeze(-1)
 
 
-class Q4_1Linear(nn.Module):
-    """y = x · Wᵀ (+ bias) with W stored as GGUF Q4_1 blocks.
+class QuantisedLinear(nn.Module):
+    """y = x · Wᵀ (+ bias) with W kept as a GGUF file's blocks [N, K/32, bytes per block], multiplied by
+    `self.impl`, the weight in the layout of kernel `self.kernel` (int4 until told otherwise)."""
+
+    format = ""  # "Q4_1" or "Q8_0"
+    block_bytes = 0
+
+    def __init__(self, blocks: torch.Tensor, in_features: int, bias: torch.Tensor | None = None):
+        super().__init__()
+        n = blocks.shape[0]
+        self.in_features, self.out_features = in_features, n
+        shape = (n, in_features // GROUP, self.block_bytes)
+        self.register_buffer("blocks", blocks.reshape(shape).contiguous())  # [N, G, bytes]: the file's bytes
+        self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
+        self.kernel, self.impl = None, None
+        self.use_kernel("int4", kernels.build(self, "int4"))
+
+    def use_kernel(self, name: str, impl: nn.Module) -> None:
+        """Multiply through `impl` (kernel `name`'s layout of this weight, from teachllm.kernels.build)."""
+        self.kernel, self.impl = name, impl
+
+    @property
+    def d(self) -> torch.Tensor:
+        return _f16(self.blocks[..., 0:2])  # [N, G] float16: each block's scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.impl(x)  # [..., N]
+        return y if self.bias is None else y + self.bias
+
+    @property
+    def nbytes_read(self) -> int:
+        """Bytes one call reads from memory: the weight in its kernel's layout (and the bias)."""
+        return self.impl.nbytes + (0 if self.bias is None else self.bias.nbytes)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_features} → {self.out_features}, {self.blocks.nbytes / 2**20:.2f} MiB as stored, "
+                f"float32: {self.in_features * self.out_features * 4 / 2**20:.2f} MiB, kernel {self.kernel}")
+
+
+class Q4_1Linear(QuantisedLinear):
+    """W stored as GGUF Q4_1 blocks.
 
     Q4_1 block: 32 consecutive weights of one row, 20 bytes (5 bits per weight):
 
@@ -53,26 +84,9 @@ class Q4_1Linear(nn.Module):
                                      low nibble and weight j+16 in its high nibble
 
         w[i] = d · q[i] + m
-
-    The kernel computes w = (q − 8) · s + z per group, which is the same with s = d and z = m + 8d.
-    `blocks` [N, K/32, 20] holds the file's bytes unchanged; `packed` and `scales_and_zeros` are the
-    kernel's layout of the same numbers (built once, when the layer is made).
     """
 
-    def __init__(self, blocks: torch.Tensor, in_features: int, bias: torch.Tensor | None = None):
-        super().__init__()
-        n = blocks.shape[0]
-        self.in_features, self.out_features = in_features, n
-        self.register_buffer("blocks", blocks.reshape(n, in_features // GROUP, 20).contiguous())  # [N, G, 20]
-        self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
-        self.register_buffer("packed", torch._convert_weight_to_int4pack_for_cpu(self.q.to(torch.int32), 1))
-        d, m = self.d.float(), self.m.float()  # [N, G]
-        self.register_buffer("scales_and_zeros", _scales_and_zeros(d, m + 8 * d))  # [G, N, 2] bfloat16
-
-    # ---- the block format, readable ----
-    @property
-    def d(self) -> torch.Tensor:
-        return _f16(self.blocks[..., 0:2])  # [N, G] float16
+    format, block_bytes = "Q4_1", 20
 
     @property
     def m(self) -> torch.Tensor:
@@ -88,22 +102,9 @@ class Q4_1Linear(nn.Module):
         q = self.q.float().view(self.out_features, -1, GROUP)  # [N, G, 32]
         return (self.d.float()[..., None] * q + self.m.float()[..., None]).view(self.out_features, -1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = int4_matmul(x, self.packed, self.scales_and_zeros)  # [..., N]
-        return y if self.bias is None else y + self.bias
 
-    @property
-    def nbytes_read(self) -> int:
-        """Bytes one call reads from memory: the packed 4-bit integers and the bf16 scales and zeros."""
-        return self.packed.nbytes + self.scales_and_zeros.nbytes + (0 if self.bias is None else self.bias.nbytes)
-
-    def extra_repr(self) -> str:
-        return (f"{self.in_features} → {self.out_features}, {self.blocks.nbytes / 2**20:.2f} MiB as stored, "
-                f"float32: {self.in_features * self.out_features * 4 / 2**20:.2f} MiB")
-
-
-class Q8_0Linear(nn.Module):
-    """y = x · Wᵀ with W stored as GGUF Q8_0 blocks (here: the LM head, tied to the embedding).
+class Q8_0Linear(QuantisedLinear):
+    """W stored as GGUF Q8_0 blocks (here: the LM head, tied to the embedding).
 
     Q8_0 block: 32 consecutive weights of one row, 34 bytes (8.5 bits per weight):
 
@@ -111,27 +112,14 @@ class Q8_0Linear(nn.Module):
         bytes 2-33  qs     32 int8   q in -128..127
 
         w[i] = d · q[i]
-
-    PyTorch's CPU kernels have no 8-bit format with a scale per group of 32, so the head is written
-    as two 4-bit digits, q + 128 = 16 · hi + lo (hi, lo in 0..15), and multiplied twice by the int4
-    kernel: w = 16d · (hi − 8) + d · (lo − 8) + 8d. Together they read as many bytes as int8 would.
     """
 
-    def __init__(self, blocks: torch.Tensor, in_features: int):
-        super().__init__()
-        n = blocks.shape[0]
-        self.in_features, self.out_features = in_features, n
-        self.register_buffer("blocks", blocks.reshape(n, in_features // GROUP, 34).contiguous())  # [N, G, 34]
-        unsigned = self.q.to(torch.int32) + 128  # [N, K] in 0..255
-        d = self.d.float()  # [N, G]
-        self.register_buffer("packed_hi", torch._convert_weight_to_int4pack_for_cpu(unsigned >> 4, 1))
-        self.register_buffer("packed_lo", torch._convert_weight_to_int4pack_for_cpu(unsigned & 0x0F, 1))
-        self.register_buffer("scales_and_zeros_hi", _scales_and_zeros(16 * d, torch.zeros_like(d)))
-        self.register_buffer("scales_and_zeros_lo", _scales_and_zeros(d, 8 * d))
+    format, block_bytes = "Q8_0", 34
 
-    @property
-    def d(self) -> torch.Tensor:
-        return _f16(self.blocks[..., 0:2])  # [N, G] float16
+    def __init__(self, blocks: torch.Tensor, in_features: int, bias: torch.Tensor | None = None):
+        if bias is not None:
+            raise ValueError("a Q8_0 layer with a bias is not supported")
+        super().__init__(blocks, in_features)
 
     @property
     def q(self) -> torch.Tensor:
@@ -141,34 +129,6 @@ class Q8_0Linear(nn.Module):
         """The float32 weight [N, K]: d · q."""
         q = self.q.float().view(self.out_features, -1, GROUP)  # [N, G, 32]
         return (self.d.float()[..., None] * q).view(self.out_features, -1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (int4_matmul(x, self.packed_hi, self.scales_and_zeros_hi)
-                + int4_matmul(x, self.packed_lo, self.scales_and_zeros_lo))  # [..., N]
-
-    @property
-    def nbytes_read(self) -> int:
-        return (self.packed_hi.nbytes + self.packed_lo.nbytes + self.scales_and_zeros_hi.nbytes
-                + self.scales_and_zeros_lo.nbytes)
-
-    def extra_repr(self) -> str:
-        return (f"{self.in_features} → {self.out_features}, {self.blocks.nbytes / 2**20:.2f} MiB as stored, "
-                f"float32: {self.in_features * self.out_features * 4 / 2**20:.2f} MiB")
-
-
-def _scales_and_zeros(scale: torch.Tensor, zero: torch.Tensor) -> torch.Tensor:
-    """The int4 kernel's [G, N, 2] table (bfloat16, like the activations) from [N, G] scales and zeros."""
-    return torch.stack([scale, zero], dim=-1).transpose(0, 1).contiguous().to(torch.bfloat16)
-
-
-def int4_matmul(x: torch.Tensor, packed: torch.Tensor, scales_and_zeros: torch.Tensor) -> torch.Tensor:
-    """x [..., K] (any float dtype) times the packed 4-bit weight: [..., N] in x's dtype.
-
-    The activations go in as bfloat16 (the kernel's fast path) and the result comes back in x's dtype.
-    """
-    rows = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [M, K]
-    y = torch._weight_int4pack_mm_for_cpu(rows, packed, GROUP, scales_and_zeros)  # [M, N] bfloat16
-    return y.to(x.dtype).view(*x.shape[:-1], -1)
 
 
 # ---- reading a GGUF file ----------------------------------------------------------------------------
@@ -224,11 +184,7 @@ def read_gguf_blocks(path) -> dict[str, tuple[str, torch.Tensor, int]]:
 
 
 def quantised_linear(kind: str, blocks: torch.Tensor, in_features: int, bias=None) -> nn.Module:
-    if kind == "Q4_1":
-        return Q4_1Linear(blocks, in_features, bias)
-    if bias is not None:
-        raise ValueError("a Q8_0 layer with a bias is not supported")
-    return Q8_0Linear(blocks, in_features)
+    return (Q4_1Linear if kind == "Q4_1" else Q8_0Linear)(blocks, in_features, bias)
 
 
 def quantise_model(model: nn.Module, gguf_path) -> nn.Module:
@@ -254,7 +210,7 @@ def weight_bytes_read(model: nn.Module) -> int:
     """Bytes of weights one decode step reads: packed matrices, plus the float vectors (norms)."""
     total = 0
     for mod in model.modules():
-        if isinstance(mod, (Q4_1Linear, Q8_0Linear)):
+        if isinstance(mod, QuantisedLinear):
             total += mod.nbytes_read
         elif isinstance(mod, nn.Linear):
             total += mod.weight.nbytes + (0 if mod.bias is None else mod.bias.nbytes)

@@ -13,7 +13,8 @@ import torch  # noqa: E402
 
 import teachllm as tl  # noqa: E402
 
-DISPATCH_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+DISPATCH_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
+                      "FBGEMM_ENABLE_INSTRUCTIONS")
 
 
 @pytest.hookimpl(hookwrapper=True)
