@@ -1,0 +1,110 @@
+"""The same forward pass in fewer operations: the fast path beside model.py's plain one.
+
+model.py writes each layer out as the course explains it: RMSNorm in four lines, q, k and v as three
+projections, RoPE on q and then on k. Each line is one or more PyTorch operations, and each operation costs a
+few microseconds of bookkeeping (checking its arguments, allocating its output, choosing a kernel) whatever
+its size. A decode step of a small model multiplies small matrices by one row, so on a CPU that bookkeeping,
+a thousand operations or so, is a good share of the step once the weights are 4-bit. This path computes the
+same things with fewer operations:
+
+    plain (model.py)                          here
+    RMSNorm: float, pow, mean, rsqrt, mul …   F.rms_norm: one fused operation
+    q_proj, k_proj, v_proj: three calls       one call on the three matrices' rows stacked (qkv)
+    gate_proj, up_proj: two calls             one call (gate_up), then silu(gate) · up
+    RoPE on q, then on k                      RoPE once, on q and k side by side
+    nn.Module calls for every piece           a plain loop over the layers' tensors
+
+The arithmetic is the same, the order of some float additions aside, so the logits agree with the plain
+path to float rounding (tests/test_fast.py). `tl.load(weights="gguf")` uses it for prefill and decode when
+nothing is traced; `lm.fast = None` turns it off, and chapter 10 times both.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from . import kernels
+from .model import Transformer
+from .quant import QuantisedLinear, quantised_linear
+
+
+def stacked(parts: list[QuantisedLinear]):
+    """One quantised matrix holding `parts`' rows one after another, on their (common) kernel; None when they
+    use different kernels or formats (then they stay separate calls)."""
+    if len({(p.format, p.kernel, p.in_features) for p in parts}) != 1:
+        return None
+    blocks = torch.cat([p.blocks.flatten(1) for p in parts])  # [ΣN, G · bytes]: rows stack, blocks run along a row
+    biases = [p.bias for p in parts]
+    bias = None if all(b is None for b in biases) else torch.cat(
+        [b if b is not None else torch.zeros(p.out_features) for p, b in zip(parts, biases, strict=True)])
+    layer = quantised_linear(parts[0].format, blocks, parts[0].in_features, bias)
+    if parts[0].kernel != layer.kernel:
+        layer.use_kernel(parts[0].kernel, kernels.build(layer, parts[0].kernel))
+    return layer
+
+
+def project(layer, rows: torch.Tensor, cast: dict) -> torch.Tensor:
+    """`layer`'s matrix on rows [M, K] float32, through its kernel's own entry point: [M, N] in the kernel's
+    output dtype (float32 or bfloat16; adding it to float32 promotes it, exactly). `cast` holds `rows` already
+    converted to a dtype a kernel takes, so that q/k/v or gate/up convert once."""
+    impl = layer.impl
+    if impl.takes not in cast:
+        cast[impl.takes] = rows.to(impl.takes)
+    y = impl.mm(cast[impl.takes])  # [M, N]
+    return y if layer.bias is None else y.float() + layer.bias
+
+
+class FastPath:
+    """model's weights, with q/k/v and gate/up stacked where they share a kernel; call it like model.forward
+    with a cache and no trace."""
+
+    def __init__(self, model: Transformer):
+        self.model = model
+        c = model.config
+        self.qkv, self.gate_up = [], []
+        for layer in model.layers:
+            a, m = layer.self_attn, layer.mlp
+            self.qkv.append(stacked([a.q_proj, a.k_proj, a.v_proj]) or [a.q_proj, a.k_proj, a.v_proj])
+            self.gate_up.append(stacked([m.gate_proj, m.up_proj]) or [m.gate_proj, m.up_proj])
+        half = c.head_dim // 2
+        self.sign = torch.cat([-torch.ones(half), torch.ones(half)])  # [d]: rotate_half(x) = roll(x, d/2) · sign
+
+    def __call__(self, ids: torch.Tensor, cache, last_only: bool = True) -> torch.Tensor:
+        """Logits for the new tokens `ids` [B, S] after what `cache` holds: [B, 1, V] (last_only) or [B, S, V]."""
+        model, c = self.model, self.model.config
+        B, S = ids.shape
+        n_h, n_kv, d, h = c.n_heads, c.n_kv_heads, c.head_dim, c.hidden_size
+        _, (cos, sin), mask = model.prepare(S, B, cache)  # cos, sin [B, S, d]; mask [B, 1, S, T]
+        cos, sin = cos[:, :, None], (sin * self.sign)[:, :, None]  # [B, S, 1, d]: every head alike
+        x = model.embed_tokens(ids).view(B * S, h)  # [M, h], M = B·S rows
+        for i, layer in enumerate(model.layers):
+            a, m = layer.self_attn, layer.mlp
+            cast = {}
+            y = F.rms_norm(x, (h,), layer.input_layernorm.weight, layer.input_layernorm.eps)  # [M, h]
+            if isinstance(self.qkv[i], list):
+                qkv = torch.cat([project(p, y, cast).float() for p in self.qkv[i]], dim=-1)  # [M, (n_h+2n_kv)·d]
+            else:
+                qkv = project(self.qkv[i], y, cast).float()  # [M, (n_h+2n_kv)·d]
+            qkv = qkv.view(B, S, n_h + 2 * n_kv, d)
+            qk, v = qkv[:, :, :n_h + n_kv], qkv[:, :, n_h + n_kv:]  # [B, S, n_h+n_kv, d], [B, S, n_kv, d]
+            if a.qk_norm:
+                qk = torch.cat([a.q_norm(qk[:, :, :n_h]), a.k_norm(qk[:, :, n_h:])], dim=2)
+            qk = qk * cos + qk.roll(d // 2, dims=-1) * sin  # RoPE on q and k at once
+            k_all, v_all = cache.write(a.index, qk[:, :, n_h:].transpose(1, 2), v.transpose(1, 2))  # [B, n_kv, T, d]
+            out = F.scaled_dot_product_attention(qk[:, :, :n_h].transpose(1, 2), k_all, v_all, attn_mask=mask,
+                                                 scale=a.scale, enable_gqa=n_h != n_kv)  # [B, n_h, S, d]
+            x = x + project(a.o_proj, out.transpose(1, 2).reshape(B * S, n_h * d), {})  # [M, h]
+            cast = {}
+            y = F.rms_norm(x, (h,), layer.post_attention_layernorm.weight, layer.post_attention_layernorm.eps)
+            if isinstance(self.gate_up[i], list):
+                gate, up = (project(p, y, cast).float() for p in self.gate_up[i])  # [M, f] each
+            else:
+                gate, up = project(self.gate_up[i], y, cast).float().chunk(2, dim=-1)  # [M, f] each
+            x = x + project(m.down_proj, F.silu(gate) * up, {})  # [M, h]
+        x = x.view(B, S, h)
+        if last_only:
+            x = x[:, -1:]  # [B, 1, h]
+        logits = model.lm_head(F.rms_norm(x, (h,), model.norm.weight, model.norm.eps))  # [B, S', V]
+        cache.advance(S)
+        return logits

@@ -1,0 +1,87 @@
+"""teachllm.fast: the same forward pass in fewer operations gives the plain loop's logits.
+
+Reference: `Transformer.forward` (model.py's plain loop) on the same weights, with the same cache; and
+greedy decoding through it. Checked with q/k/v and gate/up stacked (their kernels agree) and unstacked (k/v on
+another kernel than q), for a left-padded batch, a prefill and decode steps.
+"""
+
+import pytest
+import torch
+
+import teachllm as tl
+from teachllm import kernels
+from teachllm.fast import FastPath
+from teachllm.generate import greedy
+from teachllm.model import Trace
+
+pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]
+
+PROMPTS = ["The three primary colours are", "人工智能正在改变我们的生活方式，", "def add(a, b):\n    return"]
+
+
+@pytest.fixture(scope="module")
+def qlm():
+    return tl.load(weights="gguf", kernel="int4", progress=False)
+
+
+def both_paths(qlm, prompts, steps: int = 4):
+    """Logits [B, V] of a prefill and `steps` greedy decode steps, on the fast path and on the plain one."""
+    out, fast_path = {}, qlm.fast
+    for name, path in (("fast", fast_path), ("plain", None)):
+        qlm.fast = path
+        ids = [qlm.tokenizer.encode(p) for p in prompts]
+        cache = qlm.new_cache(max_len=max(map(len, ids)) + steps, batch_size=len(ids))
+        logits = [qlm.prefill(ids, cache)]  # [B, V]
+        for _ in range(steps):
+            logits.append(qlm.decode_step(logits[-1].argmax(-1), cache))
+        out[name] = torch.stack(logits)  # [steps + 1, B, V]
+    qlm.fast = fast_path
+    return out["fast"], out["plain"]
+
+
+@pytest.mark.parametrize("kernel", ["int4", "float16"])
+def test_fast_path_gives_the_plain_loops_logits(qlm, kernel):
+    qlm.set_kernel(kernel)
+    try:
+        assert qlm.fast.qkv[0] is not None and not isinstance(qlm.fast.qkv[0], list)  # stacked
+        fast, plain = both_paths(qlm, PROMPTS)
+        assert float((fast - plain).abs().max()) < 1e-4  # the same arithmetic; F.rms_norm sums in its own order
+        assert torch.equal(fast.argmax(-1), plain.argmax(-1))
+    finally:
+        qlm.set_kernel("int4")
+
+
+def test_fast_path_with_matrices_on_different_kernels(qlm):
+    """k/v on float16, q on int4: q, k and v cannot stack, so the fast path calls them one by one."""
+    groups = kernels.groups_of(qlm.model)
+    kv = next(g for g in groups if g.out_features == qlm.config.n_kv_heads * qlm.config.head_dim)
+    kernels.use(qlm.model, kv, kernel="float16")
+    qlm.fast = FastPath(qlm.model)
+    try:
+        assert isinstance(qlm.fast.qkv[0], list) and not isinstance(qlm.fast.gate_up[0], list)
+        fast, plain = both_paths(qlm, PROMPTS[:1])
+        assert float((fast - plain).abs().max()) < 1e-4
+    finally:
+        qlm.set_kernel("int4")
+
+
+def test_greedy_text_is_the_same_on_both_paths(qlm):
+    ids = qlm.tokenizer.encode(PROMPTS[0])
+    fast_tokens = greedy(qlm, ids, 24)[0]
+    path, qlm.fast = qlm.fast, None
+    try:
+        assert greedy(qlm, ids, 24)[0] == fast_tokens
+    finally:
+        qlm.fast = path
+
+
+def test_a_trace_takes_the_plain_path(qlm):
+    """Tracing needs the layers' own captures, so a traced call runs model.py's loop (and fills the trace). Its
+    attention is written out by hand there, so its float sums differ from the fused kernel's, and bfloat16
+    rounding at the next matrix can turn that into a few hundredths of a logit (NEAR_TIE in test_quant.py)."""
+    ids = qlm.tokenizer.encode(PROMPTS[0])
+    cache, trace = qlm.new_cache(max_len=len(ids)), Trace()
+    traced = qlm.prefill(ids, cache, trace=trace)
+    assert len(trace.layers) == qlm.config.n_layers and trace.logits is not None
+    assert torch.equal(trace.logits[:, -1], traced)
+    assert float((traced - qlm.prefill(ids, qlm.new_cache(max_len=len(ids)))).abs().max()) < 0.5
