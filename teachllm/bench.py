@@ -18,7 +18,10 @@ and reports medians over repetitions. It measures
    teachllm with the GGUF's own 4/8-bit blocks (`tl.load(weights="gguf")`), transformers float32 and
    transformers bfloat16, each with its bytes read per step ÷ step time as a fraction of the measured
    bandwidth; and what each costs in quality against float32: max |Δlogit| and mean KL over 20
-   prompts, perplexity of a fixed English and a fixed Chinese paragraph.
+   prompts, perplexity of a fixed English and a fixed Chinese paragraph. Beside them: the same GGUF model on
+   model.py's plain loop instead of the fast path (teachllm.fast), the kernel each group of matrices uses
+   (teachllm.kernels), the share of a step spent outside the matrices, and llama.cpp's decode speed on the
+   same file when a llama.cpp build is installed (teachllm.llamacpp; skipped with a note otherwise).
    `--weights-only` runs this part alone.
 
 The report is printed and written as JSON (default artifacts/bench/bench-<device>.json).
@@ -40,12 +43,12 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from . import quant, texts
+from . import kernels, llamacpp, quant, texts
 from .config import ModelConfig
 from .cost import decode_cost
 from .generate import greedy
 from .lm import LanguageModel, load
-from .loading import checkpoint_folder, resolve_device, resolve_dtype
+from .loading import bundled_gguf, checkpoint_folder, resolve_device, resolve_dtype
 from .model import Transformer, rope_inv_freq
 from .roofline import Device, PhasePoint, clock, decode_throughput, format_points, measure_device, measure_phases
 
@@ -249,14 +252,22 @@ def agreeing_prefix(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
+GGUF = "teachllm gguf (Q4_1 + Q8_0)"
+PLAIN = "teachllm gguf, plain path"
+
+
 def compare_weights(lm: LanguageModel, hf, ids: list[int], s: Settings, roof: Device) -> dict:
-    """Section 4: float32, the GGUF's own blocks and bfloat16, in speed and in quality (CPU, bundled model)."""
+    """Section 4: float32, the GGUF's own blocks and bfloat16, in speed and in quality (CPU, bundled model);
+    the kernels the GGUF model chose, the share of its step outside the matrices on the fast and the plain
+    path, and llama.cpp's speed on the same file when it is installed."""
     gguf = load(weights="gguf", device="cpu", progress=False)
+    plain = LanguageModel(gguf.model, gguf.tokenizer, name=gguf.name)  # the same weights, model.py's own loop
     hf_bf16 = AutoModelForCausalLM.from_pretrained(checkpoint_folder(), dtype=torch.bfloat16,
                                                    trust_remote_code=False).eval()
     n = s.new_tokens
     runs = {"teachllm float32": lambda k: teachllm_greedy(lm, ids, k),
-            "teachllm gguf (Q4_1 + Q8_0)": lambda k: teachllm_greedy(gguf, ids, k),
+            GGUF: lambda k: teachllm_greedy(gguf, ids, k),
+            PLAIN: lambda k: teachllm_greedy(plain, ids, k),
             "transformers float32": lambda k: hf_greedy(hf, ids, k),
             "transformers bfloat16": lambda k: hf_greedy(hf_bf16, ids, k)}
     speeds = greedy_speeds(runs, n, s.reps)
@@ -265,9 +276,9 @@ def compare_weights(lm: LanguageModel, hf, ids: list[int], s: Settings, roof: De
     c = lm.config
     kv32 = decode_cost(c, len(ids) + n // 2, 1, torch.float32)
     kv16 = decode_cost(c, len(ids) + n // 2, 1, torch.bfloat16)
+    gguf_bytes = kv32.bytes - kv32.weight_bytes + quant.weight_bytes_read(gguf.model)
     step_bytes = {"teachllm float32": kv32.bytes, "transformers float32": kv32.bytes,
-                  "transformers bfloat16": kv16.bytes,
-                  "teachllm gguf (Q4_1 + Q8_0)": kv32.bytes - kv32.weight_bytes + quant.weight_bytes_read(gguf.model)}
+                  "transformers bfloat16": kv16.bytes, GGUF: gguf_bytes, PLAIN: gguf_bytes}
     for name, row in speeds.items():
         row["bytes_per_step"] = step_bytes[name]
         row["bandwidth_fraction"] = step_bytes[name] / row["step_s"] / roof.bandwidth
@@ -279,10 +290,16 @@ def compare_weights(lm: LanguageModel, hf, ids: list[int], s: Settings, roof: De
     def hf_logits(model):
         return torch.no_grad()(lambda i: model(torch.tensor([i])).logits)
 
-    qualities = {"teachllm gguf (Q4_1 + Q8_0)": quality(gguf.forward, lm.forward, lm.tokenizer),
+    qualities = {GGUF: quality(gguf.forward, lm.forward, lm.tokenizer),
                  "transformers bfloat16": quality(hf_logits(hf_bf16), lm.forward, lm.tokenizer)}
-    q_speed = speeds["teachllm gguf (Q4_1 + Q8_0)"]["decode_tokens_per_s"]
-    return {"speed": speeds, "quality": qualities,
+    q_speed = speeds[GGUF]["decode_tokens_per_s"]
+    matmuls = kernels.matmul_ms(gguf.model)
+    yardstick = llamacpp.decode_speed(bundled_gguf(), torch.get_num_threads(), n)
+    return {"speed": speeds, "quality": qualities, "kernels": gguf.describe(),
+            "matmul_ms": matmuls, "outside_matmuls": {name: 1 - matmuls / (1e3 * speeds[name]["step_s"])
+                                                      for name in (GGUF, PLAIN)},
+            "llama_cpp": {**yardstick, "teachllm_share": q_speed / yardstick["tokens_per_s"]
+                          if yardstick["tokens_per_s"] else None},
             "gguf_over_transformers_float32": q_speed / speeds["transformers float32"]["decode_tokens_per_s"],
             "gguf_over_transformers_bfloat16": q_speed / speeds["transformers bfloat16"]["decode_tokens_per_s"],
             "gguf_over_teachllm_float32": q_speed / speeds["teachllm float32"]["decode_tokens_per_s"]}
@@ -295,15 +312,23 @@ def format_weights(w: dict, n: int) -> str:
         lines.append(f"   {name:<36}{row['decode_tokens_per_s']:>12.1f}{row['bytes_per_step'] / 1e6:>15.1f}"
                      f"{row['bandwidth_fraction']:>14.2f}{row['roofline_tokens_per_s']:>20.1f}"
                      f"{row['same_tokens_as_float32']:>15}")
+    y = w["llama_cpp"]
+    if y["tokens_per_s"]:
+        lines.append(f"   {'llama.cpp on the same file':<36}{y['tokens_per_s']:>12.1f}   ({y['how']})")
     lines.append(f"   gguf ÷ transformers float32 ×{w['gguf_over_transformers_float32']:.2f}, "
                  f"÷ transformers bfloat16 ×{w['gguf_over_transformers_bfloat16']:.2f}, "
-                 f"÷ teachllm float32 ×{w['gguf_over_teachllm_float32']:.2f}")
+                 f"÷ teachllm float32 ×{w['gguf_over_teachllm_float32']:.2f}"
+                 + (f", ÷ llama.cpp ×{y['teachllm_share']:.2f}" if y["tokens_per_s"] else f"; llama.cpp: {y['how']}"))
+    lines.append(f"   the quantised matrices take {w['matmul_ms']:.1f} ms of a step; outside them: "
+                 f"{w['outside_matmuls'][GGUF]:.0%} of the fast path's step, {w['outside_matmuls'][PLAIN]:.0%} "
+                 "of the plain path's")
     lines.append("   quality against float32 (20 prompts)   max |Δlogit|   mean KL   "
                  "ppl English (fp32)   ppl Chinese (fp32)")
     for name, q in w["quality"].items():
         lines.append(f"   {name:<36}{q['max_abs_logit_diff']:>12.3f}{q['mean_kl']:>12.2e}"
                      f"{q['ppl_english']:>10.3f} ({q['ppl_english_float32']:.3f}){q['ppl_chinese']:>10.3f} "
                      f"({q['ppl_chinese_float32']:.3f})")
+    lines.append("   " + w["kernels"].replace("\n", "\n   "))
     return "\n".join(lines)
 
 
@@ -400,7 +425,8 @@ def main(argv=None) -> dict:
         print(format_report(report))
     if weights_part:
         report["weights"] = compare_weights(lm, hf, ids, settings, roof)
-        print(f"\nroof: bandwidth {roof.bandwidth / 1e9:.1f} GB/s (measured)")
+        print(f"\nroof: bandwidth {roof.bandwidth / 1e9:.1f} GB/s (measured); CPU: {kernels.machine()['cpu']}, "
+              f"{torch.backends.cpu.get_cpu_capability()} dispatch, {torch.get_num_threads()} threads")
         print(format_weights(report["weights"], settings.new_tokens))
     out = Path(args.out or f"artifacts/bench/bench-{device.type}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

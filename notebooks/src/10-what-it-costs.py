@@ -691,10 +691,12 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 # per block: $w = dq + m$, 5 bits per weight in all) and the embedding, which is also the LM head, as **Q8_0**
 # (8-bit integers, one float16 scale per 32: 8.5 bits per weight). `tl.load()` de-quantises all of it to
 # float32. `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly, through PyTorch's
-# packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.quant`:
+# packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.quant`.
+# `kernel="int4"` asks for that kernel on every machine, so that the numbers below are the same everywhere;
+# which kernel is fastest depends on the CPU (the end of this section):
 
 # %%
-qlm = tl.load(weights="gguf")  # the same file, its matrices kept in 4 and 8 bits
+qlm = tl.load(weights="gguf", kernel="int4")  # the same file, its matrices kept in 4 and 8 bits
 gate = qlm.model.layers[0].mlp.gate_proj
 print(gate)
 print("row 0, block 0: q =", gate.q[0, :32].tolist())
@@ -803,6 +805,89 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
 # costs a second pass without removing the output's rounding. Those numbers are in the README.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Which kernel is fastest depends on the CPU
+#
+# The 4-bit kernel is one way to multiply by these weights. A layer could also keep a float16 or a bfloat16 copy
+# and use the CPU's ordinary matrix kernels, or keep float32. Which is fastest is a trade between two costs:
+#
+# - **Bytes read.** A 4-bit weight is half a byte, a float16 weight two bytes, a float32 weight four. A decode
+#   step reads every weight once, so fewer bytes mean less waiting for memory.
+# - **Work per byte.** A 4-bit weight cannot be multiplied as it is. The kernel first unpacks it (shift and
+#   mask), removes the offset, scales it, and converts the activations to bfloat16. What that costs depends on
+#   the CPU's vector instructions: how many numbers one instruction handles (AVX-512 twice as many as AVX2, ARM's
+#   NEON half as many as AVX2), and whether the CPU multiplies bfloat16 or 8-bit integers directly (AVX-512's
+#   BF16 and VNNI extensions, ARM's SME). A float16 weight needs one conversion instruction (F16C), float32 none.
+#
+# With wide vectors the unpacking is cheap and the fewest bytes win. With narrower ones, a format with less
+# work per weight can win, most of all for the largest matrix, the LM head. So `tl.load(weights="gguf")` does
+# not guess. With `kernel="auto"`, the default, it times each group of same-shaped matrices on each kernel, once
+# on this machine, inside a whole step's worth of matrix calls (so that the weights come from memory, as in a
+# real step). It keeps the fastest and saves the choice for later loads (`teachllm.kernels`; a few seconds,
+# once). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
+# int8 with one scale per row and fbgemm's dynamic int8 leave that bound (`tests/test_kernels.py` measures both
+# and asserts it), so they are there only to force and compare. `describe()` prints this machine's choice: its
+# CPU and instruction set, then one row per group with the milliseconds its matrices took in a step on each
+# kernel. A laptop may choose differently; run the cell there.
+
+# %% tags=["nbval-ignore-output"]
+auto = tl.load(weights="gguf")  # kernel="auto": measured once on this machine, then read from the cache
+print(auto.describe())
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The fast path beside the plain one
+#
+# A decode step is not only matrix multiplies. Between them come the norms, RoPE, attention, the cache and the
+# bookkeeping of every small PyTorch operation: a few microseconds each, whatever its size. Once the weights
+# are 4-bit, that part is a large share of the step. `model.py` writes the layer out as this course explains it;
+# `teachllm.fast` runs the same arithmetic in fewer operations. It stacks the rows of q, k and v into one matrix
+# (and gate and up into another), so one call replaces three (or two). It uses PyTorch's fused `F.rms_norm` and
+# rotates q and k together. `prefill` and `decode_step` take it when nothing is traced; `step_through` and a
+# `Trace` take the plain loop, which they need. Here is the plain layer, then the fast loop:
+
+# %%
+import inspect  # noqa: E402
+
+from teachllm import fast, kernels  # noqa: E402
+from teachllm.model import DecoderLayer  # noqa: E402
+
+print(inspect.getsource(DecoderLayer.forward))
+print(inspect.getsource(fast.FastPath.__call__))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Both give the same logits, to float rounding:
+
+# %%
+prompt_ids = tok.encode("The history of the printing press begins")
+on_fast = qlm.prefill(prompt_ids, qlm.new_cache(max_len=len(prompt_ids)))  # [1, V]: qlm.fast is used
+on_plain = qlm.model(torch.tensor([prompt_ids]), qlm.new_cache(max_len=len(prompt_ids)))[:, -1]  # model.py's loop
+print("the same logits within 1e-4:", float((on_fast - on_plain).abs().max()) < 1e-4)
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# And the time: a step on each path, the milliseconds the quantised matrices take of it (each called once,
+# `kernels.matmul_ms`), and the share outside them (32 tokens each, taking turns, one thread):
+
+# %% tags=["nbval-ignore-output"]
+from teachllm.lm import LanguageModel  # noqa: E402
+
+plain = LanguageModel(auto.model, auto.tokenizer, name="plain loop")  # the same weights; its `fast` is None
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+paths = {"fast path": auto, "plain loop": plain}
+speeds = greedy_speeds({name: (lambda k, m=m: teachllm_greedy(m, ids, k)) for name, m in paths.items()}, 32, 3)
+matmuls = kernels.matmul_ms(auto.model)
+torch.set_num_threads(threads)
+for name, row in speeds.items():
+    step = 1e3 * row["step_s"]
+    print(f"{name:<12}{step:6.1f} ms a step, {matmuls:5.1f} ms in the matrices, {1 - matmuls / step:4.0%} outside")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Both paths multiply by the same matrices; what the fast path removes is part of the rest. The rest does not
+# vanish: attention, the cache and the operations that remain still cost their few microseconds each. Engines
+# written in C, such as llama.cpp, have no per-operation bookkeeping and multiply with their own integer dot
+# products; `python -m teachllm.bench --weights-only` prints llama.cpp's speed on this file beside teachllm's
+# when it is installed.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - A matmul $(m \times k) \cdot (k \times n)$ costs $2mkn$ FLOPs. The lecture's layer costs $24bsh^2 + 4bs^2h$.
@@ -826,6 +911,9 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # - Decode's speed follows the bytes per weight. The bundled file in its own 4- and 8-bit blocks
 #   (`tl.load(weights="gguf")`) reads about a fifth of float32's bytes per step and decodes several times
 #   faster, at the cost of bfloat16-sized rounding in the logits.
+# - Which kernel multiplies those weights fastest depends on the CPU's instructions: `kernel="auto"` measures
+#   it once per machine and keeps the fastest kernel that stays within the bound. Between the matrices, the
+#   fast path (`teachllm.fast`) does the same arithmetic in fewer operations.
 #
 # ## Exercises
 # 1. At what prompt length does attention ($QK^\top$ and $\text{scores} \cdot V$) reach half of this model's prefill
