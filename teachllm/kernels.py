@@ -7,8 +7,9 @@
 A quantised layer (teachllm.quant) keeps the file's blocks exactly. To multiply by them it needs them in the
 layout some kernel reads, and which kernel is fastest depends on the CPU: its vector instructions (AVX2,
 AVX-512 and its VNNI and BF16 extensions, ARM's NEON), its caches and its memory. So nothing is assumed:
-`choose` times real decode steps of the model with each group of same-shaped matrices on each candidate,
-and keeps the fastest of those that stay faithful.
+`choose` times each group of same-shaped matrices on each candidate, inside a whole decode step's worth of
+matrix calls (so that the weights come from memory as in a real step), and keeps the fastest of those that
+stay faithful.
 
 The candidates (`KERNELS`):
 
@@ -174,16 +175,15 @@ class Kernel:
     make: type  # (layer, its float32 weight or None) → nn.Module holding the weight in this kernel's layout
     faithful: bool  # the model on it stays within tests/test_kernels.py's bound (so `choose` may pick it)
     bound: float  # largest relative error of one matrix's output against float32, on probe activations
-    reads: str  # what it reads per weight, in words
 
 
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
-    Kernel("int4", Int4, True, 1e-2, "the file's 4-bit integers (Q8_0: two 4-bit digits)"),
-    Kernel("float16", Float16, True, 2e-3, "2 bytes"),
-    Kernel("bfloat16", lambda layer, weight=None: Dense(layer, torch.bfloat16, weight), True, 1e-2, "2 bytes"),
-    Kernel("float32", lambda layer, weight=None: Dense(layer, torch.float32, weight), True, 1e-5, "4 bytes"),
-    Kernel("int8", Int8, False, 3e-2, "1 byte"),
-    Kernel("dynamic-int8", DynamicInt8, False, 1e-1, "1 byte"),
+    Kernel("int4", Int4, True, 1e-2),
+    Kernel("float16", Float16, True, 2e-3),
+    Kernel("bfloat16", lambda layer, weight=None: Dense(layer, torch.bfloat16, weight), True, 1e-2),
+    Kernel("float32", lambda layer, weight=None: Dense(layer, torch.float32, weight), True, 1e-5),
+    Kernel("int8", Int8, False, 3e-2),
+    Kernel("dynamic-int8", DynamicInt8, False, 1e-1),
 )}
 FAITHFUL = tuple(name for name, k in KERNELS.items() if k.faithful)
 
@@ -248,7 +248,7 @@ def use(model: nn.Module, group: Group, impls: dict[str, nn.Module] | None = Non
             layer.use_kernel(kernel, build(layer, kernel))
 
 
-# ---- choosing: real decode steps, timed ---------------------------------------------------------------------
+# ---- choosing: each group timed on each kernel, inside a step's worth of matrix calls ----------------------
 @dataclass
 class Choice:
     """What `configure` decided for a model, and on what evidence."""

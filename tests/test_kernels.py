@@ -169,7 +169,7 @@ class Broken(torch.nn.Module):
 
 
 def test_the_chooser_refuses_a_kernel_that_computes_wrongly(qlm, own_cache, monkeypatch):
-    broken = kernels.Kernel("broken", Broken, True, 1e-2, "nothing")
+    broken = kernels.Kernel("broken", Broken, True, 1e-2)
     monkeypatch.setitem(kernels.KERNELS, "broken", broken)
     groups = kernels.groups_of(qlm.model)[1:2]  # k_proj, v_proj
     kernels.choose(qlm.model, groups, candidates=("int4", "broken"))
