@@ -177,6 +177,9 @@ class Kernel:
     bound: float  # largest relative error of one matrix's output against float32, on probe activations
 
 
+# The bounds sit about three times above the largest error measured on the model's matrices (layers 0 and 29
+# and the head, random activations and a real hidden state, under AVX-512 and AVX2 dispatch alike): int4 3.7e-3,
+# float16 2.5e-4, bfloat16 3.1e-3, float32 0, int8 1.4e-2, dynamic-int8 3.3e-2.
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("int4", Int4, True, 1e-2),
     Kernel("float16", Float16, True, 2e-3),
