@@ -371,7 +371,8 @@ explorer
 # ```
 #
 # teachllm's real code has the same outline. `lm.prefill` checks its input and calls the model with
-# `last_only=True`:
+# `last_only=True` (the 4-bit model of section 10.13 takes a shortcut here, `teachllm.fast`: the same pass in
+# fewer operations):
 
 # %%
 print(inspect.getsource(tl.LanguageModel.prefill))

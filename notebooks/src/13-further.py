@@ -271,20 +271,26 @@ for head in range(lm.config.n_kv_heads):
 # The same greedy decode with the float32 cache and with the int8 cache, fed the same tokens (16 steps):
 
 # %%
+int8_bytes, float_bytes = Int8KVCache(lm.config, max_len=1).bytes_per_token, tl.cost.kv_cache_bytes(lm.config, 1)
+print(f"bytes per token: {int8_bytes:,} instead of {float_bytes:,} "
+      f"({int8_bytes / float_bytes:.1%}: d int8 values + one float32 scale per head, against 4·d bytes)")
+print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**20:.1f} MiB in int8 against "
+      f"{tl.cost.kv_cache_bytes(lm.config, 1024) / 2**20:.1f} MiB in float32")
+
+# %% tags=["nbval-ignore-output"]
 result = int8_error(lm, prompt, n_decode=16)
-print(f"bytes per token: {result['bytes_per_token_int8']:,} instead of {result['bytes_per_token_fp']:,} "
-      f"({result['memory_ratio']:.1%}: d int8 values + one float32 scale per head, against 4·d bytes)")
 print(f"max |logit difference| {result['max_abs_logit_diff']:.2f} (logits are of size ≈ 20), mean KL "
       f"{result['mean_kl']:.4f}, same top-1 token in {result['top1_agreement']:.0%} of the steps")
 print(f"free-running int8 greedy decode: the same tokens as float32 for {result['greedy_tokens_identical']} "
       f"of {result['n_decode']} steps")
-print(f"1024 tokens: {Int8KVCache(lm.config, max_len=1024).bytes_allocated / 2**20:.1f} MiB in int8 against "
-      f"{tl.cost.kv_cache_bytes(lm.config, 1024) / 2**20:.1f} MiB in float32")
+assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01  # on every CPU we ran it on
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# A quarter of the memory, the same greedy text here, and a next-token distribution that moves very little.
-# Engines offer this as an fp8 KV cache (vLLM's `kv_cache_dtype="fp8"`); the saved memory becomes a larger
-# batch (chapter 11) or a longer context.
+# A quarter of the memory, and a next-token distribution that moves very little (the cell asserts a mean KL
+# under 0.01). Where float32's two best tokens are almost tied, the rounding can tip the choice, and a
+# free-running greedy text then goes its own way; how soon depends on the CPU's float arithmetic, so the cell
+# prints it for this machine rather than the chapter quoting one run. Engines offer this as an fp8 KV cache
+# (vLLM's `kv_cache_dtype="fp8"`); the saved memory becomes a larger batch (chapter 11) or a longer context.
 #
 # ## 13.5 Where each optimisation acts
 #
