@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROMPT ?= The three primary colours are
 
-.PHONY: setup demo test test-avx2 test-accelerator test-browser notebooks lab book slides pdf lint bench bench-serving clean-cache
+.PHONY: setup demo test test-avx2 test-accelerator test-browser notebooks lab book slides pdf lint bench bench-serving clean-cache grade instructor
 
 # The tests and the committed notebook outputs assume the CPU in float32: pin them, whatever the machine has
 # (tl.load() reads TEACHLLM_DEVICE and TEACHLLM_DTYPE as its defaults).
@@ -19,7 +19,7 @@ demo: setup
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 test: setup
-	$(VENV)/bin/ruff check teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions book
+	$(VENV)/bin/ruff check teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions notebooks/grading notebooks/quizzes book
 	$(PINNED) $(PY) -m pytest
 	$(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb notebooks/zh/*.ipynb
 
@@ -73,8 +73,21 @@ pdf: setup
 	@bash scripts/fetch_book_assets.sh
 	$(PY) scripts/build_pdf.py
 
+# grade a folder of submitted chapter notebooks, offline (scripts/grade.py): SUBMISSIONS/grades.csv and one feedback
+# file per student in SUBMISSIONS/feedback/. A cell running longer than TIMEOUT seconds is interrupted.
+TIMEOUT ?= 60
+
+grade: setup
+	@test -n "$(SUBMISSIONS)" || { echo "make grade: name the folder of submitted notebooks: make grade SUBMISSIONS=path/to/folder" >&2; exit 1; }
+	$(PINNED) $(PY) scripts/grade.py "$(SUBMISSIONS)" --timeout $(TIMEOUT)
+
+# the instructor edition, for course staff only: every graded chapter with its exercise cells solved, the full tests
+# (hidden cases included) and the worked solutions, in book/_build/instructor/ (scripts/build_instructor.py)
+instructor: setup
+	$(PY) scripts/build_instructor.py
+
 lint: setup
-	$(VENV)/bin/ruff check teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions book
+	$(VENV)/bin/ruff check teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions notebooks/grading notebooks/quizzes book
 
 bench: setup
 	$(PY) -m teachllm.bench

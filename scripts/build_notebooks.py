@@ -54,7 +54,8 @@ def folder(lang: str) -> Path:
 def notebook_from_source(src: Path, lang: str = "en") -> nbformat.NotebookNode:
     """The notebook a .py source describes in one language, without outputs, with plain metadata."""
     nb = jupytext.read(src)
-    nb.metadata = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
+    # the chapter's number tells the grader (scripts/grade.py) which exercises a submitted notebook holds
+    nb.metadata = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}, "teachllm": {"chapter": src.name[:2]}}
     if lang != "en":
         prose = iter(translations.translated_cells(src, lang))  # raises when the translation is out of sync
         for cell in nb.cells:

@@ -206,7 +206,7 @@ def test_every_widget_in_the_notebooks_has_a_kernel_free_form():
             assert form["lang"] == ("zh" if path.parent.name == "zh" else "en"), path
             seen.setdefault(form["widget"], []).append(path.name)
     assert set(seen) == {"BPEStepper", "AttentionExplorer", "CacheGrowthView", "StepThrough", "DistributionExplorer",
-                         "PhaseTimeline", "RooflineView", "IterationTimeline", "BlockTableView"}, seen
+                         "PhaseTimeline", "RooflineView", "IterationTimeline", "BlockTableView", "Quiz"}, seen
 
 
 @pytest.mark.floating

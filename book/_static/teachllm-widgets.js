@@ -7,6 +7,7 @@
 //   frames   (BPEStepper, AttentionExplorer, CacheGrowthView, StepThrough, PhaseTimeline, RooflineView,
 //            IterationTimeline, BlockTableView): one precomputed figure per setting of the controls; moving a
 //            control looks the frame up and draws it.
+//   Quiz:    a chapter's questions with their answers and explanations; the page checks the reader's answers.
 //   DistributionExplorer: the model's real next-token logits (all of them, float32); every control runs the
 //            same pipeline as teachllm.sampling.process_logits here, in the page, and draws the bars.
 //
@@ -451,8 +452,66 @@
     return redraw();
   }
 
+  // ---- the quiz (teachllm.viz.Quiz) ------------------------------------------------------------------
+  // Every question, its right answer and its explanation are in the form; "Check" compares the reader's answer
+  // as Question.is_right does and writes what QuestionView.check writes. Each question's element carries
+  // data-question-id, data-type and, once checked, data-result="right" or "wrong".
+  function quizWidget(root, form) {
+    var t = form.strings;
+    root.classList.add("teachllm-quiz");
+    form.questions.forEach(function (q) {
+      var box = element("div", {"class": "teachllm-quiz-question", "data-question-id": q.id, "data-type": q.type});
+      var input = null, radios = [];
+      box.appendChild(element("div", {"class": "teachllm-quiz-text", html: q.html}));
+      if (q.type === "numeric") {
+        input = element("input", {type: "text", inputmode: "decimal", name: root.id + "-" + q.id,
+                                  placeholder: t["a number"]});
+        box.appendChild(element("div", {"class": "teachllm-quiz-answer"},
+                                [input, element("span", {"class": "teachllm-quiz-unit", text: q.unit})]));
+      } else {
+        box.appendChild(element("div", {"class": "teachllm-quiz-answer"}, q.options.map(function (o, i) {
+          var radio = element("input", {type: "radio", name: root.id + "-" + q.id, value: String(i)});
+          radios.push(radio);
+          return element("label", {"class": "teachllm-quiz-option"}, [radio, element("span", {html: o})]);
+        })));
+      }
+      var button = element("button", {type: "button", "class": "teachllm-quiz-check", text: t.Check});
+      var result = element("span", {"class": "teachllm-quiz-result"});
+      var explanation = element("div", {"class": "teachllm-quiz-explanation", html: q.explanation});
+      explanation.hidden = true;
+      button.addEventListener("click", function () {
+        var response = null, right;
+        if (q.type === "numeric") {
+          var text = input.value.replace(/,/g, "").trim();
+          if (text !== "" && isFinite(Number(text))) { response = Number(text); }
+        } else {
+          radios.forEach(function (r) { if (r.checked) { response = Number(r.value); } });
+        }
+        if (response === null) {
+          result.textContent = q.type === "numeric" ? t["Enter a number first."] : t["Choose an answer first."];
+          return;
+        }
+        if (q.type === "numeric") {
+          var allowed = q.tolerance === null ? q.relative_tolerance * Math.abs(q.answer) : q.tolerance;
+          right = Math.abs(response - q.answer) <= allowed;
+        } else {
+          right = response === q.answer;
+        }
+        box.dataset.result = right ? "right" : "wrong";
+        result.innerHTML = right ? t["✓ Right."] : format(t["✗ Not right. The answer: {answer}"], {answer: q.answer_text});
+        explanation.hidden = false;
+      });
+      box.appendChild(element("div", {"class": "teachllm-quiz-buttons"}, [button, result]));
+      box.appendChild(explanation);
+      root.appendChild(box);
+    });
+    root.teachllm = {questions: form.questions};
+    if (window.MathJax && MathJax.typesetPromise) { return MathJax.typesetPromise([root]).catch(function () {}); }
+    return Promise.resolve();
+  }
+
   // ---- start ----------------------------------------------------------------------------------------
-  var kinds = {DistributionExplorer: distributionWidget};
+  var kinds = {DistributionExplorer: distributionWidget, Quiz: quizWidget};
   window.teachllm = {
     sampling: {softmax: softmax, repetition: repetition, presenceFrequency: presenceFrequency, temperature: temperature,
                topK: topK, topP: topP, minP: minP, distribution: distribution, sample: sample},

@@ -1,4 +1,8 @@
-"""Chapter 8 · Beam search — solutions to the exercises."""
+"""Chapter 8 · Beam search — solutions to the exercises.
+
+The file runs as one script; each `# %% Exercise K` section defines the names exercise K's cell asks for
+(the instructor edition puts the section in that cell) and then checks them.
+"""
 import torch
 
 import teachllm as tl
@@ -8,28 +12,50 @@ lm = tl.load(device="cpu", dtype="float32")
 tok = lm.tokenizer
 prompt_ids = tok.encode("The capital of France is")
 
+# %% Exercise 1
+# Beam search with k = 1 keeps the single best token at every step: greedy decoding. (Through `lm.generate`,
+# num_beams=1 means "no beam search", i.e. ordinary sampling, as in transformers, so we call the beam search
+# itself.) A larger k usually, but not always, finds a higher total log-probability: beam search is a heuristic.
 
-def total_logprob(prompt: list[int], out: list[int]) -> float:
-    logp = torch.log_softmax(lm.forward(prompt + out)[0, len(prompt) - 1:-1], -1)  # [n, V]
-    return float(logp.gather(1, torch.tensor(out)[:, None]).sum())
+
+def total_logprob(lm, prompt_ids, out_ids):
+    """The sum of log p of each token of out_ids after prompt_ids, from one forward pass."""
+    n = len(prompt_ids)
+    logp = torch.log_softmax(lm.forward(list(prompt_ids) + list(out_ids))[0, n - 1:-1], -1)  # [len(out_ids), V]
+    return float(logp.gather(1, torch.tensor(list(out_ids))[:, None]).sum())
 
 
-# Exercise 1: beam search with k = 1 keeps the single best token at every step: greedy decoding. (Through
-# `lm.generate`, num_beams=1 means "no beam search", i.e. ordinary sampling, as in transformers, so we call
-# the beam search itself.) A larger k usually, but not always, finds a higher total log-probability.
+k1_is_greedy = True
+total_always_grows_with_k = False
+
 greedy = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=8)).token_ids
 beams = {k: beam_search(lm, prompt_ids, tl.SamplingParams(num_beams=k, max_tokens=8)).token_ids
          for k in (1, 2, 3)}
 assert beams[1] == greedy
 for k, ids in beams.items():
-    print(f"k = {k}: total log p = {total_logprob(prompt_ids, ids):7.3f}  {tok.decode(ids)!r}")
+    print(f"k = {k}: total log p = {total_logprob(lm, prompt_ids, ids):7.3f}  {tok.decode(ids)!r}")
 
 # (tests/test_generate.py checks teachllm's beam search against transformers' num_beams.)
 
-# Exercise 2: more probable is not better to read. Compare average log p per token of a greedy poem and
-# a k = 4 beam poem.
+# %% Exercise 2
+# More probable is not better to read, and beam search is not even always more probable per token: here the
+# greedy poem stops at EOS with a higher average log p than the k = 4 beam, which runs to the length limit.
+
+
+def mean_logprob(lm, prompt_ids, out_ids):
+    """The average log p per token of out_ids after prompt_ids (what lp = 1 ranks by)."""
+    n = len(prompt_ids)
+    logp = torch.log_softmax(lm.forward(list(prompt_ids) + list(out_ids))[0, n - 1:-1], -1)  # [len(out_ids), V]
+    return float(logp.gather(1, torch.tensor(list(out_ids))[:, None]).mean())
+
+
+beam_always_at_least_greedy = False
+
 poem = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Write a one-line poem about the sea."}]))
-greedy_poem = lm.generate(poem, tl.SamplingParams(temperature=0, max_tokens=12)).token_ids
-beam_poem = lm.generate(poem, tl.SamplingParams(num_beams=4, max_tokens=12)).token_ids
+greedy_poem = lm.generate(poem, tl.SamplingParams(temperature=0, max_tokens=30)).token_ids
+beam_poem = lm.generate(poem, tl.SamplingParams(num_beams=4, max_tokens=30)).token_ids
+means = {}
 for name, ids in (("greedy", greedy_poem), ("beam k=4", beam_poem)):
-    print(f"{name:<8} average log p {total_logprob(poem, ids) / len(ids):.3f}  {tok.decode(ids)!r}")
+    means[name] = mean_logprob(lm, poem, ids)
+    print(f"{name:<8} average log p {means[name]:.3f}  {tok.decode(ids)!r}")
+assert means["greedy"] > means["beam k=4"]  # a counterexample: beam search is not always at least as good

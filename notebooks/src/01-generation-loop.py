@@ -218,18 +218,64 @@ assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_
 #
 # ## Exercises
 # 1. Make the prompt ten times longer (for example, paste a paragraph into the question). Predict how
-#    TTFT and time per output token change, then measure.
-# 2. Is the end-of-sequence token part of `result.token_ids`? Is it part of `result.text`? Why might an
-#    engine keep it in one and not the other?
+#    TTFT and time per output token change, then measure. Write `tokens_per_pass(lm, ids, max_tokens)`, the
+#    number of tokens each forward pass feeds the model while it generates `max_tokens` tokens after the prompt
+#    `ids` (end-of-sequence ignored), and set `grows_with_prompt` to `"TTFT"` or `"TPOT"`: the one that grows
+#    with the prompt's length.
+# 2. Is the end-of-sequence token part of `result.token_ids`? Is it part of `result.text`? Answer with
+#    `eos_in_token_ids` and `eos_in_text` (True or False), and write `stopped_at_eos(lm, token_ids)`, True when a
+#    generation ended because the model chose an end-of-sequence token. Why might an engine keep the token in one
+#    and not the other?
 #
-# Worked answers are in `notebooks/solutions/ch01.py` (in JupyterLab: `solutions/ch01.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
+#
+# Worked answers are in the repository, in `notebooks/solutions/ch01.py` (in JupyterLab: `solutions/ch01.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
 #
 # Work in the cells below, one per exercise.
 
-# %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 1: a ten times longer prompt: what each forward pass processes, and what grows.
+def tokens_per_pass(lm, ids, max_tokens):
+    # the number of tokens each forward pass feeds the model when generating max_tokens tokens (EOS ignored)
+    # from the prompt ids: prefill first, then every decode step
+    ...  # your code
+
+
+grows_with_prompt = None  # "TTFT" or "TPOT": which one grows with the prompt's length?
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch01-ex1")
+
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 2: the end-of-sequence token in result.token_ids and in result.text.
+eos_in_token_ids = None  # True or False
+eos_in_text = None  # True or False
+
+
+def stopped_at_eos(lm, token_ids):
+    # True when generation ended because the model chose an end-of-sequence token (finish reason "stop")
+    ...  # your code
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch01-ex2")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(1)

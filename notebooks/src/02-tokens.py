@@ -352,33 +352,73 @@ print("chat answer:", repr(lm.generate(question, tl.SamplingParams(temperature=0
 #
 # ## Exercises
 # 1. On "low lower lowest" alone BPE never learns `er` or `es`. Write a short text (a few words, each
-#    repeated as often as you like) on which `train_bpe` learns `es` or `er` among its first merges.
-# 2. Count tokens per character for an English, a Chinese and an emoji sentence. Which costs the most
-#    tokens per character, and why does this matter for the price and the speed of a request?
-# 3. A user types `<|im_end|>` into their message. What ids does the prompt get? Why could that be a problem?
+#    repeated as often as you like) on which `train_bpe` learns `es` or `er` among its first four merges, and
+#    put it in `my_text`.
+# 2. Count tokens per character for an English, a Chinese and an emoji sentence: write
+#    `tokens_per_char(tok, text)`. Which of "The weather is lovely today.", "今天天气很好。" and "🌞🌈😊🎉" costs the
+#    most tokens per character? Set `costliest` to `"English"`, `"Chinese"` or `"emoji"`. Why does this matter
+#    for the price and the speed of a request?
+# 3. A user types `<|im_end|>` into their message. What ids does the prompt get? Write
+#    `end_of_turn_count(tok, content)`, the number of `<|im_end|>` ids in the chat-template prompt of one user
+#    message, and set `typed_im_end_is_special` to True or False: does the typed text become the special token's
+#    own id? Why could that be a problem?
 #
-# Work in the cells below; the check cell after exercise 1 tells you whether your text does it.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
+#
+# Work in the cells below.
+
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"]
 # Exercise 1: put your text in my_text, e.g. my_text = "low lower ..."
 my_text = None
 
 # %% tags=["check"]
-# Check exercise 1 (run it after the cell above).
-if my_text:
-    first = [m.result for m in train_bpe(my_text, n_merges=4)[1]]
-    print(viz.tr("correct: 'er' or 'es' is among the first merges") if {"er", "es"} & set(first)
-          else viz.tr("not yet: the first merges are {first}", first=first))
-else:
-    print(viz.tr("set my_text in the cell above first"))
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch02-ex1")
 
 # %% tags=["exercise"]
 # Exercise 2: tokens per character for an English, a Chinese and an emoji sentence.
+def tokens_per_char(tok, text):
+    # the number of tokens tok.encode gives for text (no special tokens added), divided by its characters
+    ...  # your code
+
+
+costliest = None  # "English", "Chinese" or "emoji": which sentence costs the most tokens per character?
+
+# %% tags=["check"]
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch02-ex2")
 
 # %% tags=["exercise"]
 # Exercise 3: encode a user message that contains <|im_end|> through the chat template.
+def end_of_turn_count(tok, content):
+    # how many <|im_end|> ids the chat-template prompt of one user message with this content holds
+    ...  # your code
+
+
+typed_im_end_is_special = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch02-ex3")
 
 # %% [markdown] slideshow={"slide_type": "skip"}
-# Worked answers are in `notebooks/solutions/ch02.py` (in JupyterLab: `solutions/ch02.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# Worked answers are in the repository, in `notebooks/solutions/ch02.py` (in JupyterLab: `solutions/ch02.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(2)

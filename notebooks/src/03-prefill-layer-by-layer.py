@@ -406,24 +406,78 @@ print(inspect.getsource(Transformer.forward))
 #
 # ## Exercises
 # 1. In which layer does ` Rome` become the model's answer? Apply the final norm and the LM head
-#    (`lm.model.norm`, `lm.model.lm_head`) to the last token's vector after every layer, and print the top
-#    token each time.
-# 2. Is head 2 of layer 1 a previous-token head only on sensible text? Measure its mean attention on the
-#    previous token for 24 random token ids (use a `torch.Generator` with a fixed random seed).
-# 3. Replace ` Italy` by ` Spain` in the prompt. Which rows of the logits change, and why? (Chapter 4 builds
-#    on the answer.)
+#    (`lm.model.norm`, `lm.model.lm_head`) to the last token's vector after every layer: write
+#    `logit_lens(lm, ids)`, the top token id after each layer, print those tokens for our prompt, and set
+#    `rome_layer` to the first layer (counting from 0, as in `lm.model.layers[i]`) from which the top token is
+#    always ` Rome`.
+# 2. Is head 2 of layer 1 a previous-token head only on sensible text? Write
+#    `previous_token_attention(lm, ids, layer, head)`, the mean attention each query (from position 1 on) puts on
+#    the token just before it, measure it for 24 random token ids (use a `torch.Generator` with a fixed
+#    random seed), and set `previous_token_head_on_random_ids` to True or False (is the mean above 0.5?).
+# 3. Replace ` Italy` by ` Spain` in the prompt. Which rows of the logits change, and why? Write
+#    `rows_that_change(ids_a, ids_b)`, which predicts *without running the model* the rows that differ between
+#    two prompts of the same length, then check it against `lm.forward`. (Chapter 4 builds on the answer.)
 #
-# Worked answers are in `notebooks/solutions/ch03.py` (in JupyterLab: `solutions/ch03.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
+#
+# Worked answers are in the repository, in `notebooks/solutions/ch03.py` (in JupyterLab: `solutions/ch03.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
 #
 # Work in the cells below, one per exercise.
 
-# %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 1: a logit lens: the top token after every layer.
+def logit_lens(lm, ids):
+    # the top token id after each decoder layer, at the last position: the final norm and the LM head applied
+    # to that layer's output; one id per layer
+    ...  # your code
+
+
+rome_layer = None  # the first layer (0-based) from which the top token is always " Rome" for our prompt
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch03-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 3: your answer here.
+# Exercise 2: is head 2 of layer 1 a previous-token head on random tokens too?
+def previous_token_attention(lm, ids, layer, head):
+    # the mean attention weight that each query, from position 1 on, puts on the token just before it, in this
+    # layer and head, for a prefill of ids
+    ...  # your code
+
+
+previous_token_head_on_random_ids = None  # True or False
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch03-ex2")
+
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: replace " Italy" by " Spain": which rows of the logits change?
+def rows_that_change(ids_a, ids_b):
+    # without running the model: the positions whose row of logits differs between two prompts of the same length,
+    # as a sorted list
+    ...  # your code
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch03-ex3")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(3)

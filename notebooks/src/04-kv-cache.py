@@ -425,35 +425,75 @@ CacheGrowthView(lm, prompt, params)
 #   with far fewer FLOPs.
 #
 # ## Exercises
-# 1. Write the generation loop without a cache: at every step, run `lm.forward` on the whole sequence and
-#    take the last row. Generate 12 tokens both ways. Are the tokens the same? How much slower is it?
+# 1. Write the generation loop without a cache, `generate_without_cache(lm, ids, n)`: at every step, run
+#    `lm.forward` on the whole sequence and take the last row. Generate 12 tokens both ways. Are the tokens the
+#    same? How much slower is it?
 # 2. Prefill two prompts that share a beginning: `"The capital of France is Paris."` and our prompt. Are the
-#    cached K and V of the shared tokens the same? What could a server do with that? (Chapter 12.)
-# 3. Llama-2-7B in fp16 on an 80 GB GPU: after the weights, how many tokens of KV cache fit? How many
-#    would fit if it had 8 KV heads, as Llama-2-70B has?
+#    cached K and V of the shared tokens the same? Set `same_kv_for_shared_tokens` to True or False, and write
+#    `reusable_prefix(ids_a, ids_b)`: how many of the first tokens of `ids_b` could reuse the K and V cached for
+#    `ids_a`. What could a server do with that? (Chapter 12.)
+# 3. Llama-2-7B in fp16 on an 80 GB GPU (80·10⁹ bytes): after the weights, how many tokens of KV cache fit? How
+#    many would fit if it had 8 KV heads, as Llama-2-70B has? Write `tokens_that_fit(config, memory_bytes, dtype)`
+#    and set `my_tokens` and `my_tokens_8_kv_heads` (`llama2_7b` is defined in section 4.3).
 #
-# Worked answers are in `notebooks/solutions/ch04.py` (in JupyterLab: `solutions/ch04.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
+#
+# Worked answers are in the repository, in `notebooks/solutions/ch04.py` (in JupyterLab: `solutions/ch04.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
 #
 # Work in the cells below, one per exercise.
 
-# %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 1: generation without a cache: rerun the whole sequence at every step.
+def generate_without_cache(lm, ids, n):
+    # n greedy tokens after ids, each chosen from the last row of lm.forward on the whole sequence so far
+    ...  # your code
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch04-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 3: your answer here.
-my_tokens = None  # your answer: tokens of KV cache that fit with 32 KV heads
+# Exercise 2: two prompts with a shared beginning: are the cached K and V of the shared tokens the same?
+same_kv_for_shared_tokens = None  # True or False
 
-# %% tags=["check"] jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-# Check exercise 3: set my_tokens in the cell above, then run this.
-if my_tokens is None:
-    print(viz.tr("set my_tokens in the cell above first"))
-else:
-    _free = 80e9 - tl.cost.weight_bytes(llama2_7b, "float16")
-    _want = _free // tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16")
-    print(viz.tr("correct (within 5%)") if abs(my_tokens - _want) <= 0.05 * _want
-          else viz.tr("not yet: count the bytes per token again"))
+
+def reusable_prefix(ids_a, ids_b):
+    # how many of the first tokens of ids_b could reuse the K and V cached for ids_a
+    ...  # your code
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch04-ex2")
+
+# %% tags=["exercise"] slideshow={"slide_type": "skip"}
+# Exercise 3: Llama-2-7B in fp16 on an 80 GB GPU: tokens of KV cache after the weights.
+def tokens_that_fit(config, memory_bytes, dtype="float16"):
+    # how many tokens of KV cache fit in memory_bytes once the weights of config (stored in dtype) are loaded
+    ...  # your code
+
+
+my_tokens = None  # Llama-2-7B (32 KV heads), 80 GB = 80e9 bytes
+my_tokens_8_kv_heads = None  # the same model with 8 KV heads
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch04-ex3")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(4)

@@ -305,38 +305,77 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
 # ## Exercises
 # 1. (*LLM Generation Process*, question 1.) Why can decode not process many tokens in parallel the way
 #    prefill does? Test it: if you already knew the 10 tokens of 5.3, could one forward pass give every
-#    step's logits? And in real generation, what would that pass need that you do not have yet?
+#    step's logits? Write `logits_for_known_tokens(lm, prompt_ids, known_ids)`: one `lm.forward` call whose
+#    row *i* holds the logits that predict `known_ids[i]`, and compare it with the decode loop. And in real
+#    generation, what would that pass need that you do not have yet? Set `one_pass_in_generation` to True if
+#    real generation could get its 10 tokens from one such pass, else False.
 # 2. A decode step's attention work grows with the cache; its other work does not. At what context length
-#    does attention ($QK^\top$ and $\cdot V$) cost as many FLOPs as the rest of the step? Use
-#    `tl.cost.decode_flops`.
+#    does attention ($QK^\top$ and $\cdot V$) cost as many FLOPs as the rest of the step? Write
+#    `attention_crossover(cfg)`, the smallest context length T at which `tl.cost.decode_flops(cfg, T)` counts
+#    at least as many attention FLOPs as all the others, for any model's `cfg`.
 # 3. 5.1 said decode needs no causal mask. Decode a batch of two prompts of different lengths (teachllm
-#    left-pads the shorter one) and look at the decode step's mask. Is it still all True?
+#    left-pads the shorter one) and look at the decode step's mask. Write `decode_mask(lm, prompts)`, which
+#    prefills a batch of prompts (lists of ids), runs one decode step with a trace and returns the step's mask
+#    as booleans `[batch, T]`. Is it still all True? Set `decode_mask_all_true` to True or False.
 #
-# Work in the cells below; the check cell after exercise 2 tells you whether your length is right.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
+#
+# Work in the cells below.
+
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"]
 # Exercise 1: one forward pass over the prompt and the 10 known tokens.
+def logits_for_known_tokens(lm, prompt_ids, known_ids):
+    # one lm.forward call; row i of the result [len(known_ids), V] holds the logits that predict known_ids[i]
+    ...  # your code
 
-# %% tags=["exercise"]
-# Exercise 2: set my_T to the first context length where attention costs at least as much as the rest.
-my_T = None
+
+one_pass_in_generation = None  # True or False: could real generation get its 10 tokens from one pass?
 
 # %% tags=["check"]
-# Check exercise 2 (run it after the cell above).
-if my_T:
-    def attention_wins(T):
-        f = tl.cost.decode_flops(cfg, T)
-        return f.attention >= f.linear
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch05-ex1")
 
-    print(viz.tr("correct") if attention_wins(my_T) and not attention_wins(my_T - 1)
-          else viz.tr("not yet: attention does not first catch up at that length"))
-else:
-    print(viz.tr("set my_T in the cell above first"))
+# %% tags=["exercise"]
+# Exercise 2: the first context length where attention costs at least as much as the rest.
+def attention_crossover(cfg):
+    # the smallest T at which tl.cost.decode_flops(cfg, T) counts as many attention FLOPs as all the others
+    ...  # your code
+
+# %% tags=["check"]
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch05-ex2")
 
 # %% tags=["exercise"]
 # Exercise 3: decode a batch of two prompts of different lengths and look at the mask.
+def decode_mask(lm, prompts):
+    # prefill the batch of prompts (lists of ids), run one decode step with a trace, return its mask [batch, T]
+    ...  # your code
+
+
+decode_mask_all_true = None  # True or False: is that decode step's mask all True?
+
+# %% tags=["check"]
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch05-ex3")
 
 # %% [markdown] slideshow={"slide_type": "skip"}
-# Worked answers are in `notebooks/solutions/ch05.py` (in JupyterLab: `solutions/ch05.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# Worked answers are in the repository, in `notebooks/solutions/ch05.py` (in JupyterLab: `solutions/ch05.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(5)

@@ -523,26 +523,82 @@ viz.DistributionExplorer(lm, question)
 #
 # ## Exercises
 # 1. (*LLM Generation Process*, question 2.) Is `temperature = 0` the same as greedy decoding? Try dividing
-#    the logits by 0. Then sample at T = 0.5, 0.1 and 0.01 and count how often you get the greedy token.
-#    What happens when two tokens tie for the top? What does transformers say to
-#    `do_sample=True, temperature=0`?
+#    the logits by 0. Then write `greedy_token_probability(logits, temperature)`, the probability that sampling
+#    at temperature T draws the greedy token, and look at it for T = 0.5, 0.1 and 0.01. What happens when two
+#    tokens tie for the top? Set `tied_top_probability` to the probability each of them gets at T = 0.01. Does
+#    transformers accept `do_sample=True, temperature=0`? Set `t0_refused_by_transformers` to True or False.
 # 2. Temperature keeps the ranking of tokens. Does it change *which* tokens top-k keeps? Which tokens top-p
-#    keeps?
+#    keeps? Write `kept_after(logits, temperature, k=None, top_p=None)`, the set of token ids that survive
+#    temperature and then top-k (or top-p), and answer with `topk_depends_on_temperature` and
+#    `topp_depends_on_temperature` (True or False).
 # 3. Section 6.7 showed that min-p gives different results before and after top-p. Is the same true for
-#    min-p and top-k? Check many settings on the live logits and explain what you find.
+#    min-p and top-k? Write `kept_in_order(logits, min_p, k, min_p_first)`, the set of token ids that survive
+#    min-p and top-k in the order given, check many settings on the live logits, and set
+#    `min_p_top_k_commute` to True or False.
+#
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
 #
 # Work in the cells below.
 
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
+
 # %% tags=["exercise"]
 # Exercise 1: temperature 0, and sampling at T = 0.5, 0.1, 0.01.
+def greedy_token_probability(logits, temperature):
+    # the probability that sampling at this temperature (T > 0) draws argmax(logits); logits is [V]
+    ...  # your code
+
+
+tied_top_probability = None  # a number: the probability of each of two tied top tokens at T = 0.01
+t0_refused_by_transformers = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch06-ex1")
 
 # %% tags=["exercise"]
 # Exercise 2: does temperature change which tokens top-k keeps? Which tokens top-p keeps?
+def kept_after(logits, temperature, k=None, top_p=None):
+    # the set of token ids kept when logits [V] are divided by temperature, then top-k (or top-p) applied
+    ...  # your code
+
+
+topk_depends_on_temperature = None  # True or False
+topp_depends_on_temperature = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch06-ex2")
 
 # %% tags=["exercise"]
 # Exercise 3: min-p before and after top-k, on many settings.
+def kept_in_order(logits, min_p, k, min_p_first):
+    # the set of token ids kept from logits [V] by min-p then top-k (min_p_first=True), or top-k then min-p
+    ...  # your code
+
+
+min_p_top_k_commute = None  # True or False: do both orders always keep the same tokens?
+
+# %% tags=["check"]
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch06-ex3")
 
 # %% [markdown] slideshow={"slide_type": "skip"}
-# Worked answers are in `notebooks/solutions/ch06.py` (in JupyterLab: `solutions/ch06.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# Worked answers are in the repository, in `notebooks/solutions/ch06.py` (in JupyterLab: `solutions/ch06.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(6)

@@ -314,24 +314,81 @@ for name, penalties in tips.items():
 #
 # ## Exercises
 # 1. Raise the presence penalty alone from 0 until the loop breaks. Do the same with the frequency penalty.
-#    Which one keeps a long list going, and why?
+#    Which one keeps a long list going, and why? First write `penalised_logits(logits, output_ids, presence,
+#    frequency)`, the logits `[V]` after both penalties for the generated ids `output_ids`, then set
+#    `long_list_penalty` to `"presence"` or `"frequency"`.
 # 2. Give the model a text that *must* repeat, such as a multiplication table
 #    (`"2 x 1 = 2\n2 x 2 = 4\n2 x 3 = 6\n"`). What do `no_repeat_ngram_size=2` and `repetition_penalty=1.3` do
-#    to it?
-# 3. Why does the repetition penalty multiply a negative logit by *r* instead of dividing it? Take a token
-#    with a negative logit, pretend it was seen, and compare multiplying with dividing.
+#    to it? Write `banned_by_no_repeat(ids, n)`, the set of token ids that `no_repeat_ngram_size=n` forbids
+#    right after the sequence `ids`, and set `table_survives_no_repeat` to True if the table can go on
+#    correctly under `no_repeat_ngram_size=2`, else False.
+# 3. Why does the repetition penalty multiply a negative logit by *r* instead of dividing it? Write
+#    `repetition_penalised(logits, seen_ids, r)`, the logits `[V]` after the repetition penalty *r* for the ids
+#    in `seen_ids`. Take a token with a negative logit, pretend it was seen, and compare multiplying with
+#    dividing; set `dividing_raises_seen_token` to True if dividing would make the seen token *more* likely,
+#    else False.
 #
-# Worked answers are in `notebooks/solutions/ch07.py` (in JupyterLab: `solutions/ch07.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
 #
-# Work in the cells below, one per exercise.
+# Work in the cells below.
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# Exercise 1: presence and frequency penalties, raised one at a time.
+def penalised_logits(logits, output_ids, presence, frequency):
+    # logits [V] after the presence and frequency penalties for the generated ids output_ids
+    ...  # your code
+
+
+long_list_penalty = None  # "presence" or "frequency": which one keeps a long list going?
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch07-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 2: a text that must repeat, under no_repeat_ngram_size=2 and repetition_penalty=1.3.
+def banned_by_no_repeat(ids, n):
+    # the set of token ids that no_repeat_ngram_size=n forbids right after the sequence ids
+    ...  # your code
+
+
+table_survives_no_repeat = None  # True or False: can the table go on correctly with no_repeat_ngram_size=2?
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch07-ex2")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 3: your answer here.
+# Exercise 3: why a negative logit is multiplied by r, not divided.
+def repetition_penalised(logits, seen_ids, r):
+    # logits [V] after the repetition penalty r for the ids in seen_ids
+    ...  # your code
+
+
+dividing_raises_seen_token = None  # True or False: would dividing a negative logit make its token more likely?
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch07-ex3")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# Worked answers are in the repository, in `notebooks/solutions/ch07.py` (in JupyterLab: `solutions/ch07.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(7)

@@ -235,19 +235,64 @@ except ValueError as error:
 #
 # ## Exercises
 # 1. Run beam search with *k* = 1, 2, 3 and 5 on "The capital of France is". Is *k* = 1 the same as greedy
-#    decoding? Does the total log-probability grow with *k*?
+#    decoding? Does the total log-probability grow with *k*? Write `total_logprob(lm, prompt_ids, out_ids)`,
+#    the sum of log p of the tokens `out_ids` after `prompt_ids` from one forward pass, and use it to compare.
+#    Then set `k1_is_greedy` and `total_always_grows_with_k` to True or False.
 # 2. Is beam search always at least as good as greedy decoding? Ask for a one-line poem about the sea, once
 #    greedy and once with beam search (*k* = 4, 30 tokens), and compare the average log-probability per
-#    token (what lp = 1 ranks by). Which would you rather read?
+#    token (what lp = 1 ranks by): write `mean_logprob(lm, prompt_ids, out_ids)` for it. Set
+#    `beam_always_at_least_greedy` to True if beam search always scores at least as well as greedy by this
+#    measure, else False. Which would you rather read?
 #
-# Worked answers are in `notebooks/solutions/ch08.py` (in JupyterLab: `solutions/ch08.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
 #
-# Work in the cells below, one per exercise.
+# Work in the cells below.
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# Exercise 1: beam search with k = 1, 2, 3 and 5; is k = 1 greedy?
+def total_logprob(lm, prompt_ids, out_ids):
+    # the sum of log p of each token of out_ids after prompt_ids, from one forward pass (a float)
+    ...  # your code
+
+
+k1_is_greedy = None  # True or False
+total_always_grows_with_k = None  # True or False: does a larger k always give a higher total log-probability?
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch08-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 2: a one-line poem, greedy against beam search (k = 4, 30 tokens).
+def mean_logprob(lm, prompt_ids, out_ids):
+    # the average log p per token of out_ids after prompt_ids (what lp = 1 ranks by), a float
+    ...  # your code
+
+
+beam_always_at_least_greedy = None  # True or False
+
+# %% tags=["check"] slideshow={"slide_type": "skip"}
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch08-ex2")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# Worked answers are in the repository, in `notebooks/solutions/ch08.py` (in JupyterLab: `solutions/ch08.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(8)

@@ -17,7 +17,6 @@
 import torch
 
 import teachllm as tl
-from teachllm import viz
 
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
@@ -236,14 +235,33 @@ print("full text      :", out.text)
 #
 # ## Exercises
 # 1. With `ignore_eos=True`, can you still stop at the end of the answer? Try `stop=["<|im_end|>"]` and then
-#    `stop_token_ids=[2]`. Why does only one of them work?
+#    `stop_token_ids=[2]`. Set `stops_despite_ignore_eos` to a `tl.SamplingParams` with `ignore_eos=True` that
+#    still ends at the end of the answer (the grader tries it on another question). Why does only one of them
+#    work? Set `why_stop_string_fails` to the letter of the reason:
+#    (a) the output text skips special tokens, so `"<|im_end|>"` never appears in it;
+#    (b) `ignore_eos=True` turns off every stop rule, stop strings included;
+#    (c) stop strings are checked only once `max_tokens` is reached.
 # 2. Set `min_tokens` equal to `max_tokens` (10) for the France question. Predict the finish reason and
-#    whether id 2 appears in the output, then check.
+#    whether id 2 appears in the output (`my_finish_reason`, `my_id2_appears`), then check.
 #
-# Work in the cells below; the check cell after exercise 2 compares your prediction with a run.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
+#
+# Work in the cells below.
+
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"]
 # Exercise 1: ignore_eos=True with stop=["<|im_end|>"], then with stop_token_ids=[2].
+stops_despite_ignore_eos = None  # a tl.SamplingParams with ignore_eos=True that still stops at the answer's end
+why_stop_string_fails = None  # "a", "b" or "c"
+
+# %% tags=["check"]
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch09-ex1")
 
 # %% tags=["exercise"]
 # Exercise 2: your prediction for min_tokens = max_tokens = 10.
@@ -251,17 +269,21 @@ my_finish_reason = None  # "stop" or "length"
 my_id2_appears = None  # True or False
 
 # %% tags=["check"]
-# Check exercise 2 (run it after the cell above).
-if my_finish_reason is not None and my_id2_appears is not None:
-    run = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=10, min_tokens=10))
-    right = (my_finish_reason == run.finish_reason, my_id2_appears == (2 in run.token_ids))
-    verdict = {True: viz.tr("right"), False: viz.tr("wrong")}
-    print(viz.tr("correct") if all(right) else
-          viz.tr("not yet: finish reason {finish}, id 2 {id2}", finish=verdict[right[0]], id2=verdict[right[1]]))
-else:
-    print(viz.tr("set both predictions in the cell above first"))
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch09-ex2")
 
 # %% [markdown] slideshow={"slide_type": "skip"}
-# Worked answers are in `notebooks/solutions/ch09.py` (in JupyterLab: `solutions/ch09.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# Worked answers are in the repository, in `notebooks/solutions/ch09.py` (in JupyterLab: `solutions/ch09.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(9)

@@ -916,24 +916,79 @@ for name, row in speeds.items():
 #   fast path (`teachllm.fast`) does the same arithmetic in fewer operations.
 #
 # ## Exercises
-# 1. At what prompt length does attention ($QK^\top$ and $\text{scores} \cdot V$) reach half of this model's prefill
-#    FLOPs? And for Llama-7B? Derive it from the per-layer formulas first, then check with `cost.prefill_flops`.
+# 1. At what prompt length does attention ($QK^\top$ and $\text{scores} \cdot V$) reach half of a layer's prefill
+#    FLOPs? Derive it from the per-layer formulas and write `attention_half_length(cfg)`, the length $s^*$ for any
+#    `tl.ModelConfig`; evaluate it for this model and for Llama-7B, then check with `cost.prefill_flops` where the
+#    exact count (LM head included) reaches half.
 # 2. On an H100 (spec sheet, bfloat16), from which batch size does decode of this model at 1,000 tokens of
-#    context become compute-bound? What stops it?
+#    context become compute-bound? What stops it? Write `decode_intensity_limit(cfg, context_len)`, the FLOPs
+#    per byte of a decode step in bfloat16 when the batch is so large that the weights' bytes no longer count,
+#    and set `compute_bound_on_h100` to True or False.
 # 3. Time a decode step at 64 and at 2,048 tokens of context, at batch 1 and 16. Which one grows with the
-#    context, and why?
+#    context, and why? Timings differ on every machine; the bytes explain them. Write
+#    `kv_share(cfg, context_len, batch_size)`, the fraction of the bytes a float32 decode step moves that are K
+#    and V (read and written) rather than weights, and set `step_grows_with_context` to the batch size (1 or 16)
+#    whose step grows most with the context.
 #
-# Worked answers are in `notebooks/solutions/ch10.py` (in JupyterLab: `solutions/ch10.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
 #
-# Work in the cells below, one per exercise.
+# Work in the cells below.
+
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# Exercise 1: the prompt length at which attention is half of a layer's FLOPs.
+def attention_half_length(cfg):
+    # s*: the prompt length at which QKᵀ and scores·V cost as much as the rest of the layer's matmuls
+    ...  # your code
+
+
+# %% tags=["check"]
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch10-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 2: decode's FLOPs per byte when the batch grows without bound.
+def decode_intensity_limit(cfg, context_len, dtype="bf16"):
+    # FLOPs per byte of a decode step at context_len keys when the weights' bytes no longer count
+    ...  # your code
+
+
+compute_bound_on_h100 = None  # True or False: does decode at 1,000 tokens ever become compute-bound on an H100?
+
+# %% tags=["check"]
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch10-ex2")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 3: your answer here.
+# Exercise 3: time the four decode steps, then explain them with the bytes.
+def kv_share(cfg, context_len, batch_size, dtype="float32"):
+    # the fraction of the bytes one decode step moves that are K and V (read and written), not weights
+    ...  # your code
+
+
+step_grows_with_context = None  # 1 or 16: the batch size whose decode step grows most with the context
+
+# %% tags=["check"]
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch10-ex3")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# Worked answers are in the repository, in `notebooks/solutions/ch10.py` (in JupyterLab: `solutions/ch10.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(10)

@@ -350,23 +350,85 @@ for name, run in chunk_runs.items():
 # ## Exercises
 # 1. **How does continuous batching serve prefill and decode requests at once?** (*LLM Generation Process*,
 #    question 3.) Find, in the engine's timeline, an iteration in which one request prefills a chunk of its
-#    prompt while others decode, and say what the model computes in it.
+#    prompt while others decode, and say what the model computes in it. Write `mixed_iterations(run)`, the
+#    indices of all such iterations of a run, and set `chunk_gets_token_each_iteration` to True or False: does
+#    the request whose prompt is being prefilled get a sampled token in each of them?
 # 2. With `max_num_seqs=1`, what do static and continuous batching become? Predict the number of iterations
-#    for the first four requests of the workload, then run both.
+#    for the first four requests of the workload, then run both. Write `iterations_one_at_a_time(max_tokens)`,
+#    the iterations needed for requests that want `max_tokens[i]` output tokens each, and set
+#    `static_same_as_continuous` to True or False.
 # 3. Run `long_prompt_joins(True, budget)` with budgets of 8, 32 and 128. How do the long prompt's TTFT (in
-#    iterations) and the largest iteration change? What would you choose for a chat service?
+#    iterations) and the largest iteration change? What would you choose for a chat service? Write
+#    `long_prompt_ttft(run, request_id)`, a request's TTFT in iterations (the iteration it arrives in and the one
+#    that samples its first token both count), and `largest_iteration(run)`, the most tokens any iteration
+#    computes; set `smaller_budget_delays_long_prompt` to True or False.
 #
-# Worked answers are in `notebooks/solutions/ch11.py` (in JupyterLab: `solutions/ch11.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
 #
-# Work in the cells below, one per exercise.
+# Work in the cells below.
+
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# Exercise 1: iterations that prefill a chunk while other requests decode.
+def mixed_iterations(run):
+    # the indices (record.index) of the iterations of run.timeline that hold a prefill chunk and a decode
+    ...  # your code
+
+
+chunk_gets_token_each_iteration = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch11-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 2: static and continuous batching with max_num_seqs=1.
+def iterations_one_at_a_time(max_tokens):
+    # the iterations needed to serve one request at a time; max_tokens[i] is request i's number of output tokens
+    ...  # your code
+
+
+static_same_as_continuous = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch11-ex2")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 3: your answer here.
+# Exercise 3: the token budget against the long prompt's TTFT.
+def long_prompt_ttft(run, request_id):
+    # the request's TTFT in iterations: from the iteration it arrives in to the one that samples its first token
+    ...  # your code
+
+
+def largest_iteration(run):
+    # the most tokens (decodes + prefill chunk tokens) computed by one iteration of the run
+    ...  # your code
+
+
+smaller_budget_delays_long_prompt = None  # True or False
+
+# %% tags=["check"]
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch11-ex3")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# Worked answers are in the repository, in `notebooks/solutions/ch11.py` (in JupyterLab: `solutions/ch11.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(11)

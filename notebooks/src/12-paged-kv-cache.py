@@ -337,35 +337,73 @@ print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.byt
 # ## Exercises
 # 1. Smaller blocks waste less, but each request needs a longer block table, and a real kernel reads more,
 #    smaller pieces. For the five requests of 12.3 (at their final lengths), compute the slots allocated, the
-#    slots wasted and the block-table entries for block sizes 1, 4, 16 and 64.
+#    slots wasted and the block-table entries for block sizes 1, 4, 16 and 64. Write
+#    `block_usage(lengths, block_size)`, returning the three counts `(allocated, wasted, entries)` for requests
+#    of `lengths` tokens.
 # 2. What happens when the pool is too small? Run the five requests of 12.3 at once with 24 blocks of 4 tokens.
-#    Do they still get the tokens they got before?
+#    Do they still get the tokens they got before? Write `count_preemptions(run)`, how many times the run sent a
+#    request back to the queue, and set `same_tokens_small_pool` to True or False.
 # 3. A prompt of exactly 16 tokens is sent twice, with blocks of 16. How many of its tokens does the second
-#    request find in the cache, and why not all of them?
+#    request find in the cache, and why not all of them? Write `tokens_found_again(prompt_len, block_size)`, the
+#    tokens the second request finds for any prompt length and block size.
 #
-# Worked answers are in `notebooks/solutions/ch12.py` (in JupyterLab: `solutions/ch12.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
 #
-# Work in the cells below, one per exercise.
+# Work in the cells below.
+
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# Exercise 1: slots allocated, slots wasted and block-table entries for a block size.
+def block_usage(lengths, block_size):
+    # (allocated, wasted, entries): slots allocated, slots wasted and block-table entries, three ints
+    ...  # your code
+
+
+# %% tags=["check"]
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch12-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 2: run the five requests with 24 blocks of 4 tokens.
+def count_preemptions(run):
+    # how many times the run sent a request back to the queue for lack of blocks
+    ...  # your code
+
+
+same_tokens_small_pool = None  # True or False: the same tokens as with a large pool?
+
+# %% tags=["check"]
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch12-ex2")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 3: your answer here.
-my_found = None  # your answer: tokens the second request finds in the cache
+# Exercise 3: a prompt sent twice.
+def tokens_found_again(prompt_len, block_size):
+    # the prompt tokens the second request finds in the cache when the same prompt is sent twice
+    ...  # your code
 
-# %% tags=["check"] jupyter={"source_hidden": true} slideshow={"slide_type": "skip"}
-# Check exercise 3: set my_found (tokens the second request finds in the cache) in the cell above, then run this.
-if my_found is None:
-    print(viz.tr("set my_found in the cell above first"))
-else:
-    _engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=16))
-    _engine.run([text[:16]], tl.SamplingParams(temperature=0, max_tokens=1))
-    _again = _engine.run([text[:16]], tl.SamplingParams(temperature=0, max_tokens=1))
-    print(viz.tr("correct") if my_found == _again.requests[0].num_cached_tokens
-          else viz.tr("not yet: which token must be computed?"))
+
+# %% tags=["check"]
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch12-ex3")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# Worked answers are in the repository, in `notebooks/solutions/ch12.py` (in JupyterLab: `solutions/ch12.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(12)

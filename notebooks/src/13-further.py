@@ -325,23 +325,79 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # ## Exercises
 # 1. Send "document 1 + document 2 + question" and then "document 2 + document 1 + question" to an engine with
 #    prefix caching. How many tokens does the second request find in the cache? And "document 1 + document 3 +
-#    question"?
+#    question"? Write `prefix_tokens_found(sent_prompts, prompt, block_size)`: how many tokens of `prompt` the
+#    prefix cache gives back when the prompts `sent_prompts` (each answered with one token) were sent before it
+#    and are all still cached.
 # 2. CacheBlend recomputes layers 0 and 1 in full (`full_layers=2`) before choosing tokens. What happens with
-#    `full_layers=1`, choosing by the deviation at layer 0 — at $r = 0.15$, for HKVD?
+#    `full_layers=1`, choosing by the deviation at layer 0 — at $r = 0.15$, for HKVD? Write
+#    `recompute_share(n_tokens, n_layers, ratio, full_layers)`, the share of a full prefill's token-layers that
+#    `blend` computes for a context of `n_tokens` tokens, and set `layer0_kv_depends_on_other_tokens` to True or
+#    False: does a token's K and V at layer 0 depend on the tokens before it?
 # 3. With the 29-layer draft, try $\gamma$ = 1, 2, 4 and 6 (12 tokens). How do the acceptance rate and the tokens per
-#    target call change, and why does a larger $\gamma$ not keep helping?
+#    target call change, and why does a larger $\gamma$ not keep helping? Write `tokens_per_call_ceiling(alpha)`,
+#    the most tokens per target call that any $\gamma$ can give on average when each proposal is accepted with
+#    probability $\alpha$ (once all before it were), and set `gamma_keeps_helping` to True or False.
 #
-# Worked answers are in `notebooks/solutions/ch13.py` (in JupyterLab: `solutions/ch13.py` in the file
-# browser) and on the book's *Solutions* page. Open them once you have an answer: running this notebook,
-# "Run All" included, never runs them; the test suite does.
+# After each exercise, run the check cell below it: it runs the public checks and says what is wrong, not the
+# answer. The course's grader runs more checks.
 #
-# Work in the cells below, one per exercise.
+# Work in the cells below.
+
+# %% tags=["check"]
+from teachllm import grading
+
+grader = grading.checker()
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 1: your answer here.
+# Exercise 1: which tokens of a new prompt does the prefix cache find?
+def prefix_tokens_found(sent_prompts, prompt, block_size):
+    # how many tokens of prompt the cache gives back after sent_prompts (lists of ids), each answered with one token
+    ...  # your code
+
+
+# %% tags=["check"]
+# Check exercise 1: public checks only; the grader runs more.
+grader.check("ch13-ex1")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 2: your answer here.
+# Exercise 2: CacheBlend with full_layers=1.
+def recompute_share(n_tokens, n_layers, ratio, full_layers):
+    # token-layers blend computes, divided by those of a full prefill (n_tokens · n_layers)
+    ...  # your code
+
+
+layer0_kv_depends_on_other_tokens = None  # True or False: do a token's layer-0 K and V depend on other tokens?
+
+# %% tags=["check"]
+# Check exercise 2: public checks only; the grader runs more.
+grader.check("ch13-ex2")
 
 # %% tags=["exercise"] slideshow={"slide_type": "skip"}
-# Exercise 3: your answer here.
+# Exercise 3: speculative decoding with γ = 1, 2, 4 and 6.
+def tokens_per_call_ceiling(alpha):
+    # the most tokens per target call, on average, that any γ gives when each proposal is accepted with
+    # probability alpha once all the proposals before it were
+    ...  # your code
+
+
+gamma_keeps_helping = None  # True or False: does each larger γ keep adding as much?
+
+# %% tags=["check"]
+# Check exercise 3: public checks only; the grader runs more.
+grader.check("ch13-ex3")
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# Worked answers are in the repository, in `notebooks/solutions/ch13.py` (in JupyterLab: `solutions/ch13.py` in
+# the file browser). Open them once you have an answer: running this notebook, "Run All" included, never runs
+# them; the test suite does.
+
+# %% [markdown] slideshow={"slide_type": "skip"}
+# ## Quiz
+# Check yourself on this chapter. Choose or type an answer and press *Check*: the quiz says whether it is
+# right and explains why. The answers that are facts about the model were computed by teachllm on the
+# bundled model when the quiz was built.
+
+# %% slideshow={"slide_type": "skip"}
+from teachllm import viz
+
+viz.Quiz(13)

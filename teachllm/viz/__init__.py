@@ -5,6 +5,7 @@
 
 `data` computes what to draw with teachllm's own code, `figures` turns it into plotly figures
 (static, for the book and the tests), `widgets` puts controls around them for JupyterLab.
+`Quiz(chapter)` is a chapter's self-check quiz (teachllm.quiz's data).
 `set_language("zh")` draws and prints their words in Chinese (`tr`, with the catalogue in `zh`).
 The engine never imports this package; this package only reads the engine's data.
 """
@@ -31,6 +32,7 @@ from .lecture import (
     pipeline_stages,
 )
 from .offline import show_figures_offline
+from .quiz import Quiz
 from .serving import BlockTableView, IterationTimeline, block_table_figure, iteration_timeline_figure
 from .widgets import AttentionExplorer, CacheGrowthView, DistributionExplorer, PhaseTimeline, RooflineView, StepThrough
 
@@ -41,5 +43,5 @@ __all__ = [
     "iteration_timeline_figure", "labeller", "next_token_logits", "roofline_figure", "serving", "step_figure",
     "timeline_figure", "widgets", "lecture", "beam_tree", "beam_tree_figure", "bpe_pieces_figure", "penalty_stages",
     "penalty_stages_figure", "pipeline_figure", "pipeline_stages", "language", "set_language", "show_figures_offline",
-    "pad", "tr", "zh",
+    "pad", "tr", "zh", "Quiz",
 ]

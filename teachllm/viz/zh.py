@@ -241,24 +241,15 @@ ZH: dict[str, str] = {
     "without chunking: one iteration computes {most} tokens": "不分块：一次迭代计算 {most} 个 token",
     "chunked prefill, budget 32: the long prompt is prefilled in {n} chunks":
         "分块预填充，token 预算 32：长提示词分 {n} 块预填充完",
-    # ---- the chapters' check cells: feedback on an exercise
-    "correct": "正确",
-    "not yet: attention does not first catch up at that length":
-        "还不对：注意力的开销并不是在这个长度上首次追平其余部分",
-    "set my_T in the cell above first": "请先在上面的单元格中设置 my_T",
-    "correct: 'er' or 'es' is among the first merges": "正确：'er' 或 'es' 出现在最先的几次合并中",
-    "not yet: the first merges are {first}": "还不对：最先的几次合并是 {first}",
-    "set my_text in the cell above first": "请先在上面的单元格中设置 my_text",
-    "set my_tokens in the cell above first": "请先在上面的单元格中设置 my_tokens",
-    "correct (within 5%)": "正确（误差在 5% 以内）",
-    "not yet: count the bytes per token again": "还不对：请重新计算每个 token 的字节数",
     "{n} iterations, {calls} forward calls; the first two:": "共 {n} 次迭代、{calls} 次前向传播；下面是前两次：",
-    "set my_found in the cell above first": "请先在上面的单元格中设置 my_found",
-    "not yet: which token must be computed?": "还不对：想一想，哪个 token 必须计算？",
-    "right": "对",
-    "wrong": "错",
-    "not yet: finish reason {finish}, id 2 {id2}": "还不对：结束原因猜{finish}了，id 2 猜{id2}了",
-    "set both predictions in the cell above first": "请先在上面的单元格里填好两个预测",
+    # ---- the chapters' quizzes (viz.Quiz)
+    "Check": "检查答案",
+    "✓ Right.": "✓ 正确。",
+    "✗ Not right. The answer: {answer}": "✗ 不对。正确答案：{answer}",
+    "a number": "填一个数",
+    "Enter a number first.": "请先填一个数。",
+    "Choose an answer first.": "请先选一个答案。",
+    "user message (in the chat template):": "用户消息（放进对话模板）：",
     "The book shows what was measured when its notebooks were built; run this chapter's notebook to measure your own "
     "machine.": "书里显示的是构建笔记本时测得的结果；要测你自己的机器，请运行本章的笔记本。",
 }

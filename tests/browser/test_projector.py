@@ -1,6 +1,6 @@
 """The built book on a projector: a 1280 × 800 screen, in headless Chromium, served from 127.0.0.1.
 
-- Nothing is cut off. On every chapter page, the solutions page and the lecturer's guide, in English and in
+- Nothing is cut off. On every chapter page and the lecturer's guide, in English and in
   Chinese, with every hidden cell opened and the formulas typeset: no `pre`, `table`, table container,
   `.cell_output`, `div.highlight` or display formula has a scrollWidth larger than its clientWidth (it would
   scroll sideways, or clip), and none reaches outside the article's column. book.css (its `projector:` block)
@@ -40,7 +40,7 @@ def pages(edition: str) -> list[str]:
     """The pages to measure in one edition, relative to the site's root."""
     prefix = EDITIONS[edition]
     chapters = sorted(f"{prefix}chapters/{p.name}" for p in (SITE / prefix / "chapters").glob("*.html"))
-    return [*chapters, f"{prefix}solutions.html", f"{prefix}lecturers-guide.html"]
+    return [*chapters, f"{prefix}lecturers-guide.html"]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +48,8 @@ def site():
     """The built site served on a free port of 127.0.0.1; yields its base URL."""
     for edition in EDITIONS:
         found = pages(edition)
-        if len(found) < N_CHAPTERS + 2 or not all((SITE / page).is_file() for page in found):
-            missing(f"the book is not built ({SITE / EDITIONS[edition]} lacks its chapters, solutions.html or "
+        if len(found) < N_CHAPTERS + 1 or not all((SITE / page).is_file() for page in found):
+            missing(f"the book is not built ({SITE / EDITIONS[edition]} lacks its chapters or "
                     "lecturers-guide.html: run `make book`)")
     with serve(SITE) as url:
         yield url
