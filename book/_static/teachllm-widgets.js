@@ -500,6 +500,7 @@
         box.dataset.result = right ? "right" : "wrong";
         result.innerHTML = right ? t["✓ Right."] : format(t["✗ Not right. The answer: {answer}"], {answer: q.answer_text});
         explanation.hidden = false;
+        if (window.MathJax && MathJax.typesetPromise) { MathJax.typesetPromise([result]).catch(function () {}); }
       });
       box.appendChild(element("div", {"class": "teachllm-quiz-buttons"}, [button, result]));
       box.appendChild(explanation);

@@ -71,7 +71,7 @@ class QuestionView(widgets.VBox):
             row = [self.input]
         self.button = widgets.Button(description=tr("Check"), icon="check")
         self.button.on_click(lambda _: self.check())
-        self.result = widgets.HTML()
+        self.result = widgets.HTMLMath()  # the answer of a choice may hold math
         self.explanation = widgets.HTMLMath(f'<div style="background:#f6f8fa;padding:0.3em 0.6em">'
                                             f"{quiz.inline_html(q.explanation)}</div>",
                                             layout=widgets.Layout(display="none"))
