@@ -12,7 +12,7 @@ the book after them (`make book`): a page without a Quiz widget fails here, sayi
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
+from browser_support import SCREENSHOTS, local_page, missing, serve
 
 from teachllm import quiz
 
@@ -30,16 +30,6 @@ def site():
             missing(f"the book is not built ({SITE / prefix / PAGE} is missing: run `make book`)")
     with serve(SITE) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
 
 
 def answer(page, question_id: str, response) -> dict:

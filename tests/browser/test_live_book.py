@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
+from browser_support import SCREENSHOTS, local_page, missing, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
@@ -69,16 +69,6 @@ def site():
             missing(f"the book is not built ({SITE / page} is missing: run `make book`)")
     with serve(SITE) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
 
 
 TIMES = """() => {
