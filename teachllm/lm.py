@@ -190,11 +190,11 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     or a Hugging Face Hub id. device: "auto" (CUDA if present, else CPU), "cpu", "cuda", ...
     dtype: None (bfloat16 on a GPU, float32 on the CPU), or "float32" / "bfloat16" / "float16".
     weights: "float" (every matrix de-quantised to `dtype`: the reference) or "gguf" (a GGUF file's
-    matrices kept in their shipped 4- and 8-bit blocks, multiplied by PyTorch's packed int4 kernel on
-    the CPU; see teachllm.quant). With "gguf", "auto" means the CPU.
+    matrices kept in their shipped 4- and 8-bit blocks, multiplied on the CPU by the kernel chosen for it;
+    see teachllm.quant and teachllm.kernels). With "gguf", "auto" means the CPU.
     kernel (weights="gguf" only): "auto" (the fastest faithful kernel for each group of matrices on this machine,
     measured at the first load, a few seconds, then read from the cache) or one of teachllm.kernels.KERNELS
-    for every matrix ("int4", "float16", "bfloat16", "float32"; "int8" and "dynamic-int8" to compare).
+    for every matrix ("int4", "avx2", "float16", "bfloat16", "float32"; "int8" and "dynamic-int8" to compare).
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")

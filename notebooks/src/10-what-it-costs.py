@@ -823,8 +823,8 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # work per weight can win, most of all for the largest matrix, the LM head. So `tl.load(weights="gguf")` does
 # not guess. With `kernel="auto"`, the default, it times each group of same-shaped matrices on each kernel, once
 # on this machine, inside a whole step's worth of matrix calls (so that the weights come from memory, as in a
-# real step). It keeps the fastest and saves the choice for later loads (`teachllm.kernels`; a few seconds,
-# once). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
+# real step). It keeps the fastest (on a near-tie, the one closest to float32) and saves the choice for later
+# loads (`teachllm.kernels`; a few seconds, once). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
 # int8 with one scale per row and fbgemm's dynamic int8 leave that bound (`tests/test_kernels.py` measures both
 # and asserts it), so they are there only to force and compare. `describe()` prints this machine's choice: its
 # CPU and instruction set, then one row per group with the milliseconds its matrices took in a step on each
@@ -833,6 +833,38 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # %% tags=["nbval-ignore-output"]
 auto = tl.load(weights="gguf")  # kernel="auto": measured once on this machine, then read from the cache
 print(auto.describe())
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### A kernel of our own, for AVX2
+#
+# PyTorch's 4-bit kernel is written for AVX-512 first. With AVX2 only, as on most laptops, it turns every weight
+# into a float32 and spends two multiply-adds on it, and it runs at about half its AVX-512 speed. So teachllm
+# carries one kernel of its own, in C: `teachllm/csrc/gemv_avx2.c`, `avx2` in the table above. It works the way
+# llama.cpp does. The activations are cut into blocks as long as the weights' blocks, and each block is rounded
+# to integers with a scale of its own. The file's integers are then multiplied by them as integers: one AVX2
+# instruction multiplies sixteen pairs and adds them in pairs, exactly. llama.cpp rounds the activations to
+# 8 bits; this kernel keeps twice as many, so its output stays far closer to float32 than the bfloat16 inside
+# PyTorch's kernel (the cell measures both on one matrix).
+# The first `tl.load(weights="gguf")` on a machine builds it with the C compiler already there, in about a
+# second, and the chooser times it beside the others. Without a compiler, or without AVX2, it is left out, and
+# `describe()` says why. Here is its inner step, the dot product of one block:
+
+# %% tags=["nbval-ignore-output"]
+from teachllm import kernels, native  # noqa: E402
+
+source = native.SOURCE.read_text()
+start = source.index("/* q . xi for one block")
+print(source[start:source.index("}\n", start) + 2])
+if native.why_not() is None:
+    layer = qlm.model.layers[0].mlp.down_proj
+    x = torch.randn(4, layer.in_features, generator=torch.Generator().manual_seed(0))  # [4, K]
+    exact = x @ layer.dequantize().T  # [4, N]: float32
+    errors = {name: float((kernels.build(layer, name)(x) - exact).norm() / exact.norm()) for name in ("int4", "avx2")}
+    for name, error in errors.items():
+        print(f"{name:<5} relative error against float32: {error:.0e}")
+    assert errors["avx2"] < errors["int4"] / 10 and errors["avx2"] <= kernels.KERNELS["avx2"].bound
+else:
+    print("the avx2 kernel does not run here:", native.why_not())
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The fast path beside the plain one
@@ -848,7 +880,7 @@ print(auto.describe())
 # %%
 import inspect  # noqa: E402
 
-from teachllm import fast, kernels  # noqa: E402
+from teachllm import fast  # noqa: E402
 from teachllm.model import DecoderLayer  # noqa: E402
 
 print(inspect.getsource(DecoderLayer.forward))

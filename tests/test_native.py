@@ -1,0 +1,114 @@
+"""teachllm.native and the "avx2" kernel: the C file computes what its comment says, from the file's own
+integers, for any number of rows and outputs; it is built once into the cache and run only when the cache's
+manifest vouches for it; without a compiler the chooser leaves it out and says why.
+
+References: the formula of teachllm/csrc/gemv_avx2.c written in float64 with PyTorch (each block of
+activations rounded to 16-bit integers with its own scale), and each matrix's float32 weight (`dequantize()`).
+"""
+
+import pytest
+import torch
+
+import teachllm as tl
+from teachllm import kernels, native
+from teachllm.manifest import MANIFEST, read_manifest, sha256_of
+
+pytestmark = pytest.mark.skipif(native.why_not() is not None, reason=f"avx2 kernel: {native.why_not()}")
+
+
+@pytest.fixture(scope="module")
+def qlm():
+    return tl.load(weights="gguf", kernel="int4", progress=False)
+
+
+def first_outputs(layer, n: int):
+    """The first n outputs of a quantised layer, without its int4 copy (PyTorch's int4 packing needs N to be a
+    multiple of 16; the C file takes any N)."""
+    part = type(layer).__new__(type(layer))
+    torch.nn.Module.__init__(part)
+    part.register_buffer("blocks", layer.blocks[:n].contiguous())  # [n, G, bytes]
+    part.in_features, part.out_features, part.bias = layer.in_features, n, None
+    return part
+
+
+def formula(layer, x: torch.Tensor) -> torch.Tensor:
+    """y [R, N] as the C file computes it, in float64: x rounded per block of 32 to s·xi (s = the block's
+    largest |x| / 32767, xi integers), then Σ_g d·s·(q·xi) + m·Σx."""
+    R, G = x.shape[0], layer.in_features // 32
+    blocks = x.view(R, G, 32)  # [R, G, 32]
+    s = blocks.abs().amax(-1) / 32767  # [R, G] float32, as the C file
+    xi = torch.round(blocks * torch.where(s > 0, 1 / s, 0)[..., None]).double()  # [R, G, 32]
+    q = layer.q.double().view(layer.out_features, G, 32)  # [N, G, 32]
+    dots = torch.einsum("rgk,ngk->rng", xi, q)  # [R, N, G]: exact integers
+    y = (dots * s.double()[:, None] * layer.d.double()[None]).sum(-1)  # [R, N]
+    if layer.format == "Q4_1":
+        y = y + blocks.double().sum(-1) @ layer.m.double().T  # [R, G] @ [G, N]
+    return y
+
+
+@pytest.mark.floating
+@pytest.mark.parametrize("name", ["layers.2.mlp.down_proj", "layers.0.self_attn.k_proj", "lm_head"])
+@pytest.mark.parametrize("rows", [1, 2, 5])
+def test_the_c_kernel_computes_its_formula(qlm, name, rows):
+    """On 10 outputs of a real matrix (Q4_1 or Q8_0; 10 is not a multiple of the 4 the C file takes at a
+    time), for one row (decode) and several (prefill), one block of activations all zero: the formula to
+    float32 rounding, and float32 within the kernel's bound."""
+    full = qlm.model.get_submodule(name)
+    layer = first_outputs(full, 10)
+    x = torch.randn(rows, layer.in_features, generator=torch.Generator().manual_seed(rows))  # [R, K]
+    x[:, 32:64] = 0  # a block with no largest value: its scale is 0, and nothing may become NaN
+    y = kernels.build(layer, "avx2").mm(x)  # [R, 10]
+    expected = formula(layer, x)
+    assert float((y.double() - expected).norm() / expected.norm()) < 1e-6
+    reference = x @ layer.dequantize().T
+    assert float((y - reference).norm() / reference.norm()) <= kernels.KERNELS["avx2"].bound
+
+
+@pytest.mark.floating
+def test_the_c_kernel_reads_the_files_integers(qlm):
+    """A one-hot activation reads a column of the weight back: d·q + m, the float32 weight itself (the 16-bit
+    rounding of a block whose only value is 1 is exact)."""
+    layer = qlm.model.layers[3].mlp.down_proj
+    eye = torch.eye(layer.in_features)[:8]  # [8, K]: columns 0..7
+    column = kernels.build(layer, "avx2").mm(eye)  # [8, N]
+    torch.testing.assert_close(column, layer.dequantize()[:, :8].T, rtol=1e-6, atol=1e-7)
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEACHLLM_CACHE", str(tmp_path))
+    native.library.cache_clear()
+    yield tmp_path
+    native.library.cache_clear()
+
+
+def test_the_library_is_built_once_and_run_only_when_the_manifest_vouches_for_it(own_cache):
+    native.library()
+    folder = own_cache / "kernels"
+    [built] = folder.glob("gemv_avx2-*.so")
+    assert read_manifest(folder)["files"][built.name]["sha256"] == sha256_of(built)
+    first = built.stat().st_mtime_ns
+    native.library.cache_clear()
+    native.library()  # a second process on this machine: the same file, not built again
+    assert built.stat().st_mtime_ns == first
+    foreign = own_cache / "foreign"
+    foreign.write_bytes(b"not what teachllm wrote")
+    foreign.replace(built)  # a file the manifest does not vouch for is never loaded (a rename: this process
+    #                         still maps the old one, and rewriting a mapped library in place would crash it)
+    native.library.cache_clear()
+    native.library()
+    assert built.read_bytes() != b"not what teachllm wrote"
+    assert read_manifest(folder)["files"][built.name]["sha256"] == sha256_of(built)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([built.name, MANIFEST])
+
+
+def test_without_a_compiler_the_chooser_leaves_it_out(qlm, own_cache, monkeypatch):
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    layer = qlm.model.layers[0].self_attn.k_proj
+    with pytest.raises(ValueError, match="kernel avx2 does not run here: no C compiler"):
+        kernels.build(layer, "avx2")
+    groups = kernels.groups_of(qlm.model)[1:2]  # k_proj, v_proj
+    monkeypatch.setattr(kernels, "measure", lambda model, groups, group, impls, **k: {n: 1.0 for n in impls})
+    kernels.choose(qlm.model, groups, candidates=("int4", "avx2"))
+    assert groups[0].kernel == "int4" and "no C compiler" in groups[0].refused["avx2"]
+    assert not (own_cache / "kernels").exists()  # nothing was written
