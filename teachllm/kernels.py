@@ -208,7 +208,7 @@ class Avx2(nn.Module):
         y = torch.empty(M, self.out_features)  # [M, N]
         work = torch.empty(M * (K // 2 + 2 * G))  # the activations as int16, their scales and sums
         self.lib.gemv(rows.data_ptr(), self.tiles.data_ptr(), self.q4, work.data_ptr(), y.data_ptr(), M,
-                      self.out_features, G)
+                      self.out_features, G, torch.get_num_threads())
         return y
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -64,6 +64,23 @@ def test_the_c_kernel_computes_its_formula(qlm, name, rows):
     assert float((y - reference).norm() / reference.norm()) <= kernels.KERNELS["avx2"].bound
 
 
+def test_the_result_does_not_depend_on_the_number_of_threads(qlm):
+    """Each output is one thread's work alone: the head (large enough to be shared) on one thread and on two
+    gives the same float32 numbers, bit for bit, for one row and for several."""
+    layer = qlm.model.lm_head
+    impl = kernels.build(layer, "avx2")
+    x = torch.randn(3, layer.in_features, generator=torch.Generator().manual_seed(1))  # [3, K]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = [impl.mm(x[:1]), impl.mm(x)]
+        torch.set_num_threads(2)
+        shared = [impl.mm(x[:1]), impl.mm(x)]
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(a, b) for a, b in zip(alone, shared, strict=True))
+
+
 @pytest.mark.floating
 def test_the_c_kernel_reads_the_files_integers(qlm):
     """A one-hot activation reads a column of the weight back: d·q + m, the float32 weight itself (the 16-bit
@@ -112,3 +129,20 @@ def test_without_a_compiler_the_chooser_leaves_it_out(qlm, own_cache, monkeypatc
     kernels.choose(qlm.model, groups, candidates=("int4", "avx2"))
     assert groups[0].kernel == "int4" and "no C compiler" in groups[0].refused["avx2"]
     assert not (own_cache / "kernels").exists()  # nothing was written
+
+
+def test_a_cache_it_cannot_write_or_does_not_own_leaves_it_out(qlm, own_cache, monkeypatch, tmp_path_factory):
+    """A cache path that is a file, and a kernels folder that is a link to somewhere else: the kernel is
+    refused with the reason, nothing is written through the link, and loading goes on with the others."""
+    layer = qlm.model.layers[0].self_attn.k_proj
+    blocked = own_cache / "a file"
+    blocked.write_text("")
+    monkeypatch.setenv("TEACHLLM_CACHE", str(blocked))
+    with pytest.raises(ValueError, match="kernel avx2 does not run here: cannot build or load the C kernel"):
+        kernels.build(layer, "avx2")
+    elsewhere = tmp_path_factory.mktemp("not-teachllms")
+    (own_cache / "kernels").symlink_to(elsewhere, target_is_directory=True)
+    monkeypatch.setenv("TEACHLLM_CACHE", str(own_cache))
+    with pytest.raises(ValueError, match="is a link; teachllm writes only into folders of its own"):
+        kernels.build(layer, "avx2")
+    assert list(elsewhere.iterdir()) == []

@@ -23,6 +23,7 @@
      x       [R, K] float32                               R rows of activations
      work    R * (K/2 + 2 G) floats                       scratch: xi [R, K] int16, s [R, G], sums [R, G]
      y       [R, N] float32
+     threads                                              how many threads share the tile rows
 */
 
 #include <immintrin.h>
@@ -114,12 +115,16 @@ static void tile_row(const uint8_t *tiles, int q4, int G, const int16_t *xi, con
     for (int j = 0; j < OUTS; j++) out[j] = sum8(acc[j]) + m4[j];
 }
 
-void gemv(const float *x, const void *tiles, int q4, float *work, float *y, int R, int N, int G) {
+void gemv(const float *x, const void *tiles, int q4, float *work, float *y, int R, int N, int G, int threads) {
     const int K = 32 * G, tile_bytes = OUTS * (q4 ? 16 : 32) + (q4 ? 32 : 16);
     int16_t *xi = (int16_t *)work;
     float *s = work + (long)R * K / 2, *sums = s + (long)R * G;
     round_blocks(x, (long)R * G, xi, s, sums);
-    for (int t = 0; t * OUTS < N; t++) {
+    const int T = (N + OUTS - 1) / OUTS;
+    /* tile rows shared among the threads (OpenMP, when built with it): each output is one thread's work alone,
+       so the result is the same for any number of threads; a small matrix stays on one */
+    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && (long)T * G * R >= 2048)
+    for (int t = 0; t < T; t++) {
         const uint8_t *row = (const uint8_t *)tiles + (long)t * G * tile_bytes;
         for (int r = 0; r < R; r++) {  /* several rows: the tile row is read from memory once, then from cache */
             float out[OUTS];
