@@ -327,17 +327,14 @@ class Choice:
 def machine() -> dict:
     """What the fastest kernel depends on: the CPU, the instruction set PyTorch dispatches to, the threads and
     the software. Two machines that agree on all of it share a measurement."""
-    flags = ""
     cpu = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         text = cpuinfo.read_text(errors="replace")
         cpu = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), cpu)
-        flags = next((line.split(":", 1)[1] for line in text.splitlines() if line.startswith(("flags", "Features"))),
-                     "")
     held = {v: os.environ[v] for v in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
                                          "FBGEMM_ENABLE_INSTRUCTIONS") if v in os.environ}
-    return {"cpu": cpu, "flags": hashlib.sha256(" ".join(sorted(flags.split())).encode()).hexdigest()[:16],
+    return {"cpu": cpu, "flags": hashlib.sha256(" ".join(sorted(native.cpu_flags())).encode()).hexdigest()[:16],
             "capability": torch.backends.cpu.get_cpu_capability(), "dispatch": held,
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
             "candidates": list(FAITHFUL), "c_kernel": hashlib.sha256(native.SOURCE.read_bytes()).hexdigest()[:12],
@@ -393,6 +390,8 @@ def matmul_ms(model: nn.Module, steps: int = 5) -> float:
                 layer(row)
             best = min(best, time.perf_counter() - start) if _ else best
     return 1e3 * best
+
+
 RULE = 2  # how `pick` decides; a saved choice made by another rule is measured again
 TIE = 0.03  # kernels within this share of the fastest count as a tie, and the one closest to float32 wins it
 

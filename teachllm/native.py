@@ -31,12 +31,13 @@ THREADED = ["-fopenmp"]  # the tile rows shared among threads; a compiler withou
 
 
 def cpu_flags() -> set[str]:
-    """The CPU's instruction-set flags as Linux reports them (lower case); empty where it cannot be read."""
+    """The CPU's instruction-set flags as Linux reports them ("flags" on x86, "Features" on ARM); empty where they
+    cannot be read."""
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
         return set()
-    line = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    line = next((line for line in text.splitlines() if line.startswith(("flags", "Features"))), "")
     return set(line.partition(":")[2].split())
 
 
