@@ -8,11 +8,13 @@ a thousand operations or so, is a good share of the step once the weights are 4-
 same things with fewer operations:
 
     plain (model.py)                          here
-    RMSNorm: float, pow, mean, rsqrt, mul …   F.rms_norm: one fused operation
+    RMSNorm: float, pow, mean, rsqrt, mul …   F.rms_norm: one fused operation; with teachllm's C kernels,
+                                              none: the C file normalises the rows as it reads them
     q_proj, k_proj, v_proj: three calls       one call on the three matrices' rows stacked (qkv)
     gate_proj, up_proj: two calls             one call (gate_up), then silu(gate) · up
     RoPE on q, then on k                      RoPE once, on q and k side by side
     nn.Module calls for every piece           a plain loop over the layers' tensors
+    attention with an all-true mask (decode)  attention without one
 
 The arithmetic is the same, the order of some float additions aside, so the logits agree with the plain
 path to float rounding (tests/test_fast.py). `tl.load(weights="gguf")` uses it for prefill and decode when
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from . import kernels
 from .model import Transformer
@@ -44,14 +47,19 @@ def stacked(parts: list[QuantisedLinear]):
     return layer
 
 
-def project(layer, rows: torch.Tensor, cast: dict) -> torch.Tensor:
-    """`layer`'s matrix on rows [M, K] float32, through its kernel's own entry point: [M, N] in the kernel's
-    output dtype (float32 or bfloat16; adding it to float32 promotes it, exactly). `cast` holds `rows` already
-    converted to a dtype a kernel takes, so that q/k/v or gate/up convert once."""
+def project(layer, rows: torch.Tensor, cast: dict, norm: nn.Module | None = None) -> torch.Tensor:
+    """`layer`'s matrix on rows [M, K] float32 (on norm(rows) when an RMSNorm `norm` is given), through its
+    kernel's own entry point: [M, N] in the kernel's output dtype (float32 or bfloat16; adding it to float32
+    promotes it, exactly). teachllm's C kernels apply the norm themselves as they read the rows; for the others
+    `cast` keeps the normalised rows, converted to the dtype the kernel takes, so that q/k/v or gate/up do it once."""
     impl = layer.impl
-    if impl.takes not in cast:
-        cast[impl.takes] = rows.to(impl.takes)
-    y = impl.mm(cast[impl.takes])  # [M, N]
+    if norm is not None and isinstance(impl, kernels.Avx2):
+        y = impl.mm(rows, norm)  # [M, N]
+    else:
+        if impl.takes not in cast:
+            normed = rows if norm is None else F.rms_norm(rows, (rows.shape[-1],), norm.weight, norm.eps)
+            cast[impl.takes] = normed.to(impl.takes)
+        y = impl.mm(cast[impl.takes])  # [M, N]
     return y if layer.bias is None else y.float() + layer.bias
 
 
@@ -76,16 +84,18 @@ class FastPath:
         B, S = ids.shape
         n_h, n_kv, d, h = c.n_heads, c.n_kv_heads, c.head_dim, c.hidden_size
         _, (cos, sin), mask = model.prepare(S, B, cache)  # cos, sin [B, S, d]; mask [B, 1, S, T]
+        if S == 1 and bool(mask.all()):
+            mask = None  # one new token that may read every key: attention without a mask is the same, and faster
         cos, sin = cos[:, :, None], (sin * self.sign)[:, :, None]  # [B, S, 1, d]: every head alike
         x = model.embed_tokens(ids).view(B * S, h)  # [M, h], M = B·S rows
         for i, layer in enumerate(model.layers):
             a, m = layer.self_attn, layer.mlp
             cast = {}
-            y = F.rms_norm(x, (h,), layer.input_layernorm.weight, layer.input_layernorm.eps)  # [M, h]
+            norm = layer.input_layernorm
             if isinstance(self.qkv[i], list):
-                qkv = torch.cat([project(p, y, cast).float() for p in self.qkv[i]], dim=-1)  # [M, (n_h+2n_kv)·d]
+                qkv = torch.cat([project(p, x, cast, norm).float() for p in self.qkv[i]], dim=-1)  # [M, (n_h+2n_kv)·d]
             else:
-                qkv = project(self.qkv[i], y, cast).float()  # [M, (n_h+2n_kv)·d]
+                qkv = project(self.qkv[i], x, cast, norm).float()  # [M, (n_h+2n_kv)·d]
             qkv = qkv.view(B, S, n_h + 2 * n_kv, d)
             qk, v = qkv[:, :, :n_h + n_kv], qkv[:, :, n_h + n_kv:]  # [B, S, n_h+n_kv, d], [B, S, n_kv, d]
             if a.qk_norm:
@@ -96,15 +106,18 @@ class FastPath:
                                                  scale=a.scale, enable_gqa=n_h != n_kv)  # [B, n_h, S, d]
             x = x + project(a.o_proj, out.transpose(1, 2).reshape(B * S, n_h * d), {})  # [M, h]
             cast = {}
-            y = F.rms_norm(x, (h,), layer.post_attention_layernorm.weight, layer.post_attention_layernorm.eps)
+            norm = layer.post_attention_layernorm
             if isinstance(self.gate_up[i], list):
-                gate, up = (project(p, y, cast).float() for p in self.gate_up[i])  # [M, f] each
+                gate, up = (project(p, x, cast, norm).float() for p in self.gate_up[i])  # [M, f] each
             else:
-                gate, up = project(self.gate_up[i], y, cast).float().chunk(2, dim=-1)  # [M, f] each
+                gate, up = project(self.gate_up[i], x, cast, norm).float().chunk(2, dim=-1)  # [M, f] each
             x = x + project(m.down_proj, F.silu(gate) * up, {})  # [M, h]
         x = x.view(B, S, h)
         if last_only:
             x = x[:, -1:]  # [B, 1, h]
-        logits = model.lm_head(F.rms_norm(x, (h,), model.norm.weight, model.norm.eps))  # [B, S', V]
+        if hasattr(model.lm_head, "impl"):  # the head quantised too (the GGUF file's, tied to the embedding)
+            logits = project(model.lm_head, x.reshape(-1, h), {}, model.norm).float().view(*x.shape[:2], -1)
+        else:
+            logits = model.lm_head(F.rms_norm(x, (h,), model.norm.weight, model.norm.eps))  # [B, S', V]
         cache.advance(S)
         return logits

@@ -181,9 +181,12 @@ class Avx2(nn.Module):
     by teachllm.native): float32 activations in, each block of 32 rounded to 16-bit integers with its own scale,
     integer dot products with AVX2, float32 scales and sums, float32 out. Q4_1 and Q8_0 alike, in one pass."""
 
+    c_file = "avx2"
+    work_per_row = 0.5  # floats of scratch per activation: each as one int16
+
     def __init__(self, layer, weight=None):
         super().__init__()
-        self.lib = native.library()  # RuntimeError where it cannot run: no AVX2, no compiler
+        self.lib = native.library(self.c_file)  # RuntimeError where it cannot run: no AVX2, no compiler
         self.q4 = layer.format == "Q4_1"
         width, N = (16 if self.q4 else 32), layer.out_features  # bytes of integers per block
         pad = -N % 4  # the C file takes outputs four at a time; the padding rows are zero
@@ -192,27 +195,50 @@ class Avx2(nn.Module):
             t = F.pad(t, (0, 0, 0, 0, 0, pad))
             return t.view(-1, 4, *t.shape[1:]).transpose(1, 2).flatten(2)
 
-        parts = [layer.blocks[..., -width:], layer.d.float()[..., None].view(torch.uint8)]  # [N, G, width], [N, G, 4]
+        integers = self.arrange(tiled(layer.blocks[..., -width:]))  # [N/4, G, 4·width]
+        scales = [tiled(layer.blocks[..., 0:2])]  # [N/4, G, 4·2]: d, the file's float16 bytes
         if self.q4:
-            parts.append(layer.m.float()[..., None].view(torch.uint8))  # [N, G, 4]
-        self.register_buffer("tiles", torch.cat([tiled(p) for p in parts], dim=-1).contiguous())  # [N/4, G, bytes]
+            scales.append(tiled(layer.blocks[..., 2:4]))  # m, likewise
+        self.register_buffer("tiles", torch.cat([integers, *scales], dim=-1).contiguous())  # [N/4, G, bytes]
         self.out_features, self.in_features = N, layer.in_features
         self.nbytes = self.tiles.nbytes
 
+    def arrange(self, integers: torch.Tensor) -> torch.Tensor:
+        """The integers of a tile in the order the C file reads them: as the file has them."""
+        return integers
+
     takes = torch.float32
 
-    def mm(self, rows: torch.Tensor) -> torch.Tensor:
-        """rows [M, K] float32 → [M, N] float32."""
+    def mm(self, rows: torch.Tensor, norm: nn.Module | None = None) -> torch.Tensor:
+        """rows [M, K] float32 → [M, N] float32; with `norm` (an RMSNorm), norm(rows) → [M, N], the norm applied by
+        the C file as it reads the rows."""
         rows = rows.contiguous()
         M, K, G = rows.shape[0], self.in_features, self.in_features // GROUP
         y = torch.empty(M, self.out_features)  # [M, N]
-        work = torch.empty(M * (K // 2 + 2 * G))  # the activations as int16, their scales and sums
+        work = torch.empty(M * (int(K * self.work_per_row) + 2 * G + K))  # int16 activations, scales, sums, norm
+        weight, eps = (None, 0.0) if norm is None else (norm.weight.data_ptr(), norm.eps)
         self.lib.gemv(rows.data_ptr(), self.tiles.data_ptr(), self.q4, work.data_ptr(), y.data_ptr(), M,
-                      self.out_features, G, torch.get_num_threads())
+                      self.out_features, G, torch.get_num_threads(), weight, eps)
         return y
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mm(x.reshape(-1, x.shape[-1]).float()).to(x.dtype).view(*x.shape[:-1], -1)
+
+
+class Avx512(Avx2):
+    """The same arithmetic with 512-bit vectors (teachllm/csrc/gemv_avx512.c): each vector holds one block of two
+    outputs. The 8-bit head's integers are re-ordered to match: in each pair of outputs, the first halves of both
+    blocks, then the second halves."""
+
+    c_file = "avx512"
+    work_per_row = 1.0  # each activation twice as int16: once beside each half of a pair
+
+    def arrange(self, integers: torch.Tensor) -> torch.Tensor:
+        if self.q4:
+            return integers
+        T, G = integers.shape[:2]
+        pairs = integers.view(T, G, 2, 2, 2, 16)  # [T, G, pair, output, half, 16]
+        return pairs.transpose(3, 4).reshape(T, G, 128)  # [T, G, pair, half, output, 16]
 
 
 @dataclass(frozen=True)
@@ -229,6 +255,7 @@ class Kernel:
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("int4", Int4, True, 1e-2),
     Kernel("avx2", Avx2, True, 3e-4),
+    Kernel("avx512", Avx512, True, 3e-4),
     Kernel("float16", Float16, True, 2e-3),
     Kernel("bfloat16", lambda layer, weight=None: Dense(layer, torch.bfloat16, weight), True, 1e-2),
     Kernel("float32", lambda layer, weight=None: Dense(layer, torch.float32, weight), True, 1e-5),
@@ -337,7 +364,7 @@ def machine() -> dict:
     return {"cpu": cpu, "flags": hashlib.sha256(" ".join(sorted(native.cpu_flags())).encode()).hexdigest()[:16],
             "capability": torch.backends.cpu.get_cpu_capability(), "dispatch": held,
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "candidates": list(FAITHFUL), "c_kernel": hashlib.sha256(native.SOURCE.read_bytes()).hexdigest()[:12],
+            "candidates": list(FAITHFUL), "c_kernel": native.digest(),
             "rule": RULE}
 
 

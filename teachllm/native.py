@@ -1,10 +1,11 @@
-"""teachllm's one C kernel (teachllm/csrc/gemv_avx2.c), built on this machine the first time it is needed.
+"""teachllm's C kernels (teachllm/csrc), built on this machine the first time they are needed.
 
 PyTorch's own 4-bit kernel is written for AVX-512; on a CPU with AVX2 only (most laptops) it runs at about
-half its speed. The C file multiplies the GGUF blocks by the activations with AVX2 integer dot products, the
-way llama.cpp does (teachllm.kernels calls it the "avx2" kernel). It is compiled with the C compiler already
-on the machine ($CC, else `cc`), once, into the cache folder, and loaded with ctypes: no build step at install,
-and nothing runs when there is no compiler or the CPU lacks AVX2 and FMA: then `library()` raises, and the
+half its speed. gemv_avx2.c multiplies the GGUF blocks by the activations with AVX2 integer dot products, the
+way llama.cpp does (teachllm.kernels calls it the "avx2" kernel); gemv_avx512.c is the same arithmetic with
+512-bit vectors, two outputs per vector (the "avx512" kernel). Each is compiled with the C compiler already on
+the machine ($CC, else `cc`), once, into the cache folder, and loaded with ctypes: no build step at install,
+and nothing runs when there is no compiler or the CPU lacks the instructions: then `library()` raises, and the
 chooser leaves the kernel out, saying why. With OpenMP (gcc's -fopenmp) the tile rows of a large matrix are
 shared among torch.get_num_threads() threads; PyTorch's CPU build loads the same libgomp, so the two share one
 thread pool.
@@ -22,11 +23,35 @@ import os
 import platform
 import shutil
 import subprocess
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-SOURCE = Path(__file__).parent / "csrc" / "gemv_avx2.c"
-FLAGS = ["-O3", "-mavx2", "-mfma", "-shared", "-fPIC"]
+
+@dataclass(frozen=True)
+class CFile:
+    source: Path
+    flags: tuple[str, ...]  # the compiler's flags for its instructions
+    needs: frozenset[str]  # the CPU flags (as /proc/cpuinfo spells them) those instructions need
+    names: str  # the same, as a reader knows them
+    level: int  # its rank among the instruction sets ATEN_CPU_CAPABILITY may name (below: LEVELS)
+
+
+CSRC = Path(__file__).parent / "csrc"
+C_FILES = {
+    "avx2": CFile(CSRC / "gemv_avx2.c", ("-mavx2", "-mfma", "-mf16c"), frozenset({"avx2", "fma", "f16c"}),
+                  "AVX2, FMA and F16C", 1),
+    "avx512": CFile(CSRC / "gemv_avx512.c",
+                    ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mfma", "-mf16c"),
+                    frozenset({"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "fma", "f16c"}),
+                    "AVX-512 (F, BW, VL, DQ) with VNNI", 2),
+}
+SOURCE = C_FILES["avx2"].source  # the one chapter 10 reads
+HEADER = CSRC / "gemv_common.h"  # what both include
+# ATEN_CPU_CAPABILITY=avx2 keeps PyTorch to its AVX2 kernels (what `make test-avx2` uses to stand in for a
+# laptop); teachllm's kernels keep to the same limit
+LEVELS = {"default": 0, "avx2": 1, "avx512": 2}
+FLAGS = ["-O3", "-shared", "-fPIC"]
 THREADED = ["-fopenmp"]  # the tile rows shared among threads; a compiler without OpenMP builds it single-threaded
 
 
@@ -41,15 +66,25 @@ def cpu_flags() -> set[str]:
     return set(line.partition(":")[2].split())
 
 
-def why_not() -> str | None:
-    """Why the C kernel cannot run here, or None when it can be built."""
+def why_not(name: str = "avx2") -> str | None:
+    """Why the C kernel `name` cannot run here, or None when it can be built."""
+    wanted = C_FILES[name]
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return f"needs an x86-64 CPU with AVX2 (this one is {platform.machine()})"
-    if not {"avx2", "fma"} <= cpu_flags():
-        return "needs AVX2 and FMA (not in this CPU's flags, or its flags could not be read)"
+        return f"needs an x86-64 CPU with {wanted.names} (this one is {platform.machine()})"
+    if not wanted.needs <= cpu_flags():
+        return f"needs {wanted.names} (not in this CPU's flags, or its flags could not be read)"
+    limit = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
+    if LEVELS.get(limit, 2) < wanted.level:
+        return f"ATEN_CPU_CAPABILITY={limit} keeps this process below {wanted.names}"
     if not compiler():
         return "no C compiler found ($CC or cc)"
     return None
+
+
+def digest() -> str:
+    """What the C files say, in 12 hex digits: a saved choice of kernels measured on other C code is stale."""
+    texts = [HEADER.read_bytes(), *(c.source.read_bytes() for c in C_FILES.values())]
+    return hashlib.sha256(b"".join(texts)).hexdigest()[:12]
 
 
 def compiler() -> str | None:
@@ -57,34 +92,37 @@ def compiler() -> str | None:
 
 
 @cache
-def library() -> ctypes.CDLL:
-    """The compiled kernel, built into the cache folder on first use (about a second); RuntimeError if it cannot
-    be built or loaded here."""
+def library(name: str = "avx2") -> ctypes.CDLL:
+    """The compiled kernel `name`, built into the cache folder on first use (about a second); RuntimeError if it
+    cannot be built or loaded here."""
     from .convert import cache_dir
 
-    reason = why_not()
+    reason = why_not(name)
     if reason:
         raise RuntimeError(reason)
     try:
-        lib = ctypes.CDLL(str(build(compiler(), cache_dir() / "kernels")))
+        lib = ctypes.CDLL(str(build(compiler(), cache_dir() / "kernels", name)))
     except OSError as failure:  # an unwritable cache, a compiler that cannot be started, a file dlopen refuses
         raise RuntimeError(f"cannot build or load the C kernel: {failure}") from None
     lib.gemv.restype = None
     lib.gemv.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                         ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+                         ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_float]
     return lib
 
 
-def build(cc: str, folder: Path) -> Path:
+def build(cc: str, folder: Path, name: str = "avx2") -> Path:
     """The compiled file in `folder`: the one already there if the folder's manifest lists it with its digest,
     else built now (to a temporary name, then renamed, so that a process using the old file keeps it)."""
     from .manifest import ManifestError, read_manifest, sha256_of, write_manifest
 
     if folder.is_symlink():
         raise RuntimeError(f"{folder} is a link; teachllm writes only into folders of its own")
+    c_file = C_FILES[name]
+    flags = [*FLAGS, *c_file.flags]
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    key = hashlib.sha256(SOURCE.read_bytes() + repr((version, FLAGS, THREADED)).encode()).hexdigest()[:16]
-    path = folder / f"gemv_avx2-{key}.so"
+    text = HEADER.read_bytes() + c_file.source.read_bytes()
+    key = hashlib.sha256(text + repr((version, flags, THREADED)).encode()).hexdigest()[:16]
+    path = folder / f"{c_file.source.stem}-{key}.so"
     try:
         listed = (read_manifest(folder) or {}).get("files", {}) if folder.is_dir() else {}
     except ManifestError:  # a damaged manifest vouches for nothing: build again, and write it anew
@@ -93,13 +131,14 @@ def build(cc: str, folder: Path) -> Path:
         return path
     folder.mkdir(parents=True, exist_ok=True)
     temporary = folder / f"{path.name}.{os.getpid()}.tmp"
-    for flags in (FLAGS + THREADED, FLAGS):
-        done = subprocess.run([cc, *flags, "-o", str(temporary), str(SOURCE)], capture_output=True, text=True)
+    for options in (flags + THREADED, flags):
+        done = subprocess.run([cc, *options, "-o", str(temporary), str(c_file.source)], capture_output=True,
+                              text=True)
         if done.returncode == 0:
             break
     if done.returncode != 0:
         temporary.unlink(missing_ok=True)
-        raise RuntimeError(f"{Path(cc).name} could not build {SOURCE.name}: {done.stderr.strip()[:300]}")
+        raise RuntimeError(f"{Path(cc).name} could not build {c_file.source.name}: {done.stderr.strip()[:300]}")
     temporary.replace(path)
     write_manifest(folder)
     return path

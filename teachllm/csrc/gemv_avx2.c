@@ -17,23 +17,19 @@
 
      tile (t, g), t = n / 4:  the four blocks' integers   4 x 16 bytes (Q4_1: byte j holds q_j in its low
                                                           nibble and q_{j+16} in its high one) or 4 x 32 (Q8_0)
-                              their scales d              4 float32
-                              their minimums m            4 float32 (Q4_1 only)
+                              their scales d              4 float16, the file's own
+                              their minimums m            4 float16 (Q4_1 only)
      tiles   [ceil(N/4), G, tile bytes]                   rows past N are zero
      x       [R, K] float32                               R rows of activations
-     work    R * (K/2 + 2 G) floats                       scratch: xi [R, K] int16, s [R, G], sums [R, G]
+     work    R * (3K/2 + 2 G) floats                      scratch: xi [R, K] int16, s [R, G], sums [R, G], and
+                                                          the normalised rows [R, K] (when norm is given)
      y       [R, N] float32
      threads                                              how many threads share the tile rows
+     norm, eps                                            RMSNorm's weight [K] and epsilon, to apply to x first;
+                                                          norm = NULL: x as it is
 */
 
-#include <immintrin.h>
-#include <stdint.h>
-
-static float sum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
+#include "gemv_common.h"
 
 static float max8(__m256 v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -92,7 +88,7 @@ static __m256 block_dot(__m256i w0, __m256i w1, const int16_t *xi) {
 /* y[r, n0 .. n0+3] for one row r of activations (its xi, s and sums) and tile row t */
 static void tile_row(const uint8_t *tiles, int q4, int G, const int16_t *xi, const float *s, const float *sums,
                      float out[OUTS]) {
-    const int width = q4 ? 16 : 32, tile_bytes = OUTS * width + (q4 ? 32 : 16);
+    const int width = q4 ? 16 : 32, tile_bytes = OUTS * width + (q4 ? 16 : 8);
     __m256 acc[OUTS];
     __m128 minimum = _mm_setzero_ps();
     for (int j = 0; j < OUTS; j++) acc[j] = _mm256_setzero_ps();
@@ -100,26 +96,27 @@ static void tile_row(const uint8_t *tiles, int q4, int G, const int16_t *xi, con
         const uint8_t *tile = tiles + (long)g * tile_bytes;
         _mm_prefetch((const char *)tile + AHEAD, _MM_HINT_T0);  /* the stream, a little ahead of its use */
         _mm_prefetch((const char *)tile + AHEAD + 64, _MM_HINT_T0);
-        const float *d = (const float *)(tile + OUTS * width);
-        __m256 sg = _mm256_broadcast_ss(s + g);
+        const uint8_t *scales = tile + OUTS * width;  /* d0 .. d3, then m0 .. m3: float16, 8 bytes each */
+        float ds[OUTS];  /* d_j * s: the scale of output j's integer dot product in this block */
+        _mm_storeu_ps(ds, _mm_mul_ps(half4(scales), _mm_set1_ps(s[g])));
         for (int j = 0; j < OUTS; j++) {
             __m256i w0, w1;
             widen(tile + j * width, q4, &w0, &w1);
-            __m256 dot = _mm256_mul_ps(sg, block_dot(w0, w1, xi + 32 * g));
-            acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(d + j), dot, acc[j]);
+            acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + j), block_dot(w0, w1, xi + 32 * g), acc[j]);
         }
-        if (q4) minimum = _mm_fmadd_ps(_mm_loadu_ps(d + OUTS), _mm_set1_ps(sums[g]), minimum);
+        if (q4) minimum = _mm_fmadd_ps(half4(scales + 8), _mm_set1_ps(sums[g]), minimum);
     }
     float m4[OUTS];
     _mm_storeu_ps(m4, minimum);
     for (int j = 0; j < OUTS; j++) out[j] = sum8(acc[j]) + m4[j];
 }
 
-void gemv(const float *x, const void *tiles, int q4, float *work, float *y, int R, int N, int G, int threads) {
-    const int K = 32 * G, tile_bytes = OUTS * (q4 ? 16 : 32) + (q4 ? 32 : 16);
+void gemv(const float *x, const void *tiles, int q4, float *work, float *y, int R, int N, int G, int threads,
+          const float *norm, float eps) {
+    const int K = 32 * G, tile_bytes = OUTS * (q4 ? 16 : 32) + (q4 ? 16 : 8);
     int16_t *xi = (int16_t *)work;
-    float *s = work + (long)R * K / 2, *sums = s + (long)R * G;
-    round_blocks(x, (long)R * G, xi, s, sums);
+    float *s = work + (long)R * K / 2, *sums = s + (long)R * G, *xn = sums + (long)R * G;
+    round_blocks(rms_norm(x, norm, eps, R, K, xn), (long)R * G, xi, s, sums);
     const int T = (N + OUTS - 1) / OUTS;
     /* tile rows shared among the threads (OpenMP, when built with it): each output is one thread's work alone,
        so the result is the same for any number of threads; a small matrix stays on one */
