@@ -10,8 +10,8 @@ AVX-512 and its VNNI and BF16 extensions, ARM's NEON), its caches and its memory
 `choose` times each group of same-shaped matrices on each candidate, inside a whole decode step's worth of
 matrix calls (so that the weights come from memory as in a real step), and keeps the fastest of those that
 stay faithful (on a near-tie, the one closest to float32). PyTorch's int4 kernel is written for AVX-512
-first; with AVX2 only (most laptops) it runs at about half its speed, which is why teachllm carries one kernel
-of its own, in C.
+first; with AVX2 only (most laptops) it runs at about half its speed, which is why teachllm carries kernels of
+its own, in C.
 
 The candidates (`KERNELS`):
 
@@ -19,7 +19,10 @@ The candidates (`KERNELS`):
                   out); the Q8_0 head as two 4-bit digits, two passes. Reads 0.5–1 byte a weight.
     avx2          the file's own integers (4-bit and 8-bit alike, one pass), teachllm's C kernel for CPUs with AVX2
                   and FMA (teachllm/csrc/gemv_avx2.c, built on first use by teachllm.native): activations rounded
-                  to 16-bit integers per block of 32, integer dot products, float32 out. 0.75–1.1 bytes a weight.
+                  to 16-bit integers per block of 32, integer dot products, float32 out. 0.63–1.06 bytes a weight
+                  (the file's own float16 scales). It can apply the RMSNorm before it as it reads the rows.
+    avx512        the same arithmetic with 512-bit vectors, two outputs per vector (teachllm/csrc/gemv_avx512.c),
+                  for CPUs with AVX-512 (F, BW, VL, DQ) and VNNI, unless ATEN_CPU_CAPABILITY holds PyTorch below.
     float16       the weight de-quantised to float16, fbgemm's packed float16 GEMM with float32 activations: each
                   weight rounded to 11 significant bits (Q4_1's values need up to 15). 2 bytes a weight.
     bfloat16      de-quantised to bfloat16 (8 significant bits), activations too. 2 bytes a weight.
@@ -29,7 +32,7 @@ The candidates (`KERNELS`):
                   with one scale per call.
 
 A kernel is *faithful* when the model on it stays within tests/test_kernels.py's bound against float32 (mean KL
-≤ 3e-3 over the bench's 20 prompts, greedy tokens float32's until a near-tie). The first five are; int8 and
+≤ 3e-3 over the bench's 20 prompts, greedy tokens float32's until a near-tie). The first six are; int8 and
 dynamic-int8 are not (the test measures and asserts both), so `choose` never picks them: force them to see why.
 Each kernel also has a `bound` on one matrix: the relative error of its output against float32 on probe
 activations, checked for every matrix before a kernel is used, so that a kernel that computes wrongly on some
@@ -251,7 +254,8 @@ class Kernel:
 
 # The bounds sit about three times above the largest error measured on the model's matrices (layers 0 and 29
 # and the head, random activations and a real hidden state, under AVX-512 and AVX2 dispatch alike): int4 3.7e-3,
-# avx2 8.1e-5, float16 2.5e-4, bfloat16 3.1e-3, float32 0, int8 1.4e-2, dynamic-int8 3.3e-2.
+# avx2 8.1e-5 (avx512 sums the same integer products), float16 2.5e-4, bfloat16 3.1e-3, float32 0, int8 1.4e-2,
+# dynamic-int8 3.3e-2.
 KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("int4", Int4, True, 1e-2),
     Kernel("avx2", Avx2, True, 3e-4),

@@ -194,7 +194,7 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     see teachllm.quant and teachllm.kernels). With "gguf", "auto" means the CPU.
     kernel (weights="gguf" only): "auto" (the fastest faithful kernel for each group of matrices on this machine,
     measured at the first load, a few seconds, then read from the cache) or one of teachllm.kernels.KERNELS
-    for every matrix ("int4", "avx2", "float16", "bfloat16", "float32"; "int8" and "dynamic-int8" to compare).
+    for every matrix ("int4", "avx2", "avx512", "float16", "bfloat16", "float32"; "int8" and "dynamic-int8" to compare).
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")

@@ -2,14 +2,16 @@
 
 Reference: `Transformer.forward` (model.py's plain loop) on the same weights, with the same cache; and
 greedy decoding through it. Checked with q/k/v and gate/up stacked (their kernels agree) and unstacked (k/v on
-another kernel than q), for a left-padded batch, a prefill and decode steps.
+another kernel than q), on PyTorch's kernels and on teachllm's C kernels (which apply the RMSNorm themselves on
+the fast path), for a left-padded batch, a prefill and decode steps, and for one sequence (decode attention
+without a mask).
 """
 
 import pytest
 import torch
 
 import teachllm as tl
-from teachllm import kernels
+from teachllm import kernels, native
 from teachllm.fast import FastPath
 from teachllm.generate import greedy
 from teachllm.model import Trace
@@ -39,13 +41,26 @@ def both_paths(qlm, prompts, steps: int = 4):
     return out["fast"], out["plain"]
 
 
-@pytest.mark.parametrize("kernel", ["int4", "float16"])
+@pytest.mark.parametrize("kernel", ["int4", "float16", "avx2", "avx512"])
 def test_fast_path_gives_the_plain_loops_logits(qlm, kernel):
+    """On teachllm's C kernels the fast path lets the C file apply the RMSNorm, the plain loop applies it first.
+    Their float32 roundings differ by an ulp here and there, and an ulp can send an activation to the next 16-bit
+    integer: two roundings of the same numbers, each about as far from float32 as the other (max |Δlogit| from
+    float32, measured: avx2 plain 0.021, fast 0.019; avx512 plain 0.012, fast 0.017). So there the fast path must
+    stay within twice the plain loop's distance from float32 (a norm applied wrongly moves logits by whole units),
+    and pick the same tokens."""
+    if kernel in native.C_FILES and native.why_not(kernel):
+        pytest.skip(f"{kernel}: {native.why_not(kernel)}")
     qlm.set_kernel(kernel)
     try:
         assert qlm.fast.qkv[0] is not None and not isinstance(qlm.fast.qkv[0], list)  # stacked
         fast, plain = both_paths(qlm, PROMPTS)
-        assert float((fast - plain).abs().max()) < 1e-4  # the same arithmetic; F.rms_norm sums in its own order
+        if kernel in native.C_FILES:
+            qlm.set_kernel("float32")
+            exact = both_paths(qlm, PROMPTS)[1]
+            assert float((fast - exact).abs().max()) < 2 * float((plain - exact).abs().max())
+        else:
+            assert float((fast - plain).abs().max()) < 1e-4  # the same arithmetic; F.rms_norm sums in its own order
         assert torch.equal(fast.argmax(-1), plain.argmax(-1))
     finally:
         qlm.set_kernel("int4")

@@ -35,9 +35,9 @@ def reference(lm):
 
 
 def needs(kernel):
-    """Skip where `kernel` cannot run on this machine (the C kernel without AVX2 or a C compiler)."""
-    if kernel == "avx2" and native.why_not():
-        pytest.skip(f"avx2: {native.why_not()}")
+    """Skip where `kernel` cannot run on this machine (a C kernel without its instructions or a C compiler)."""
+    if kernel in native.C_FILES and native.why_not(kernel):
+        pytest.skip(f"{kernel}: {native.why_not(kernel)}")
 
 
 def divergence(qlm, reference) -> tuple[float, float, list]:
@@ -147,18 +147,20 @@ def test_the_chooser_measures_once_and_picks_a_faithful_kernel(qlm, own_cache, m
 
 
 def test_the_chooser_takes_the_fastest_and_on_a_near_tie_the_most_faithful(qlm, own_cache, monkeypatch):
-    times = {"int4": 10.0, "avx2": 11.0, "float16": 9.9, "bfloat16": 12.0, "float32": 8.0}
+    times = {"int4": 10.0, "avx2": 11.0, "avx512": 11.5, "float16": 9.9, "bfloat16": 12.0, "float32": 8.0}
     monkeypatch.setattr(kernels, "measure", lambda model, groups, group, impls, **k: {n: times[n] for n in impls})
     groups = kernels.groups_of(qlm.model)[-1:]  # the head: one matrix, quick to build in every layout
     kernels.choose(qlm.model, groups)
     assert groups[0].kernel == "float32" and groups[0].why.startswith("fastest: 8.00 ms")
     times.update(float32=12.0, avx2=10.2)  # int4, float16 and avx2 within TIE of float16: avx2 is the closest
     assert kernels.pick(times) == "avx2"
-    times.update(avx2=10.5)  # 10.5 > 9.9 / 0.97: no longer a tie; float16 (bound 2e-3) beats int4 (1e-2)
+    times.update(avx512=10.1)  # avx2 and avx512 have the same bound: the faster of the two
+    assert kernels.pick(times) == "avx512"
+    times.update(avx2=10.5, avx512=11.5)  # 10.5 > 9.9 / 0.97: no longer a tie; float16 (bound 2e-3) beats int4 (1e-2)
     assert kernels.pick(times) == "float16"
     times.update(float16=11.0)  # int4 alone is fastest
     assert kernels.pick(times) == "int4"
-    del times["float32"], times["avx2"]
+    del times["float32"], times["avx2"], times["avx512"]
     kernels.choose(qlm.model, groups, candidates=("int4", "float16", "bfloat16"))
     assert groups[0].kernel == "int4"
     times.update(float16=10.1)  # a tie: float16's bound (2e-3) is below int4's (1e-2)

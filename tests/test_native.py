@@ -1,19 +1,25 @@
-"""teachllm.native and the "avx2" kernel: the C file computes what its comment says, from the file's own
-integers, for any number of rows and outputs; it is built once into the cache and run only when the cache's
-manifest vouches for it; without a compiler the chooser leaves it out and says why.
+"""teachllm.native and its C kernels ("avx2", and "avx512" where the CPU has it): each C file computes what
+its comment says, from the file's own integers, for any number of rows and outputs, with or without the RMSNorm
+before it; it is built once into the cache and run only when the cache's manifest vouches for it; without a
+compiler, or without the instructions, the chooser leaves it out and says why.
 
 References: the formula of teachllm/csrc/gemv_avx2.c written in float64 with PyTorch (each block of
-activations rounded to 16-bit integers with its own scale), and each matrix's float32 weight (`dequantize()`).
+activations rounded to 16-bit integers with its own scale), each matrix's float32 weight (`dequantize()`), and
+PyTorch's F.rms_norm.
 """
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import teachllm as tl
 from teachllm import kernels, native
 from teachllm.manifest import MANIFEST, read_manifest, sha256_of
 
 pytestmark = pytest.mark.skipif(native.why_not() is not None, reason=f"avx2 kernel: {native.why_not()}")
+C_KERNELS = [pytest.param(name, marks=pytest.mark.skipif(native.why_not(name) is not None,
+                                                         reason=f"{name}: {native.why_not(name)}"))
+             for name in native.C_FILES]
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +53,10 @@ def formula(layer, x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.floating
+@pytest.mark.parametrize("kernel", C_KERNELS)
 @pytest.mark.parametrize("name", ["layers.2.mlp.down_proj", "layers.0.self_attn.k_proj", "lm_head"])
 @pytest.mark.parametrize("rows", [1, 2, 5])
-def test_the_c_kernel_computes_its_formula(qlm, name, rows):
+def test_the_c_kernel_computes_its_formula(qlm, kernel, name, rows):
     """On 10 outputs of a real matrix (Q4_1 or Q8_0; 10 is not a multiple of the 4 the C file takes at a
     time), for one row (decode) and several (prefill), one block of activations all zero: the formula to
     float32 rounding, and float32 within the kernel's bound."""
@@ -57,18 +64,40 @@ def test_the_c_kernel_computes_its_formula(qlm, name, rows):
     layer = first_outputs(full, 10)
     x = torch.randn(rows, layer.in_features, generator=torch.Generator().manual_seed(rows))  # [R, K]
     x[:, 32:64] = 0  # a block with no largest value: its scale is 0, and nothing may become NaN
-    y = kernels.build(layer, "avx2").mm(x)  # [R, 10]
+    y = kernels.build(layer, kernel).mm(x)  # [R, 10]
     expected = formula(layer, x)
     assert float((y.double() - expected).norm() / expected.norm()) < 1e-6
     reference = x @ layer.dequantize().T
-    assert float((y - reference).norm() / reference.norm()) <= kernels.KERNELS["avx2"].bound
+    assert float((y - reference).norm() / reference.norm()) <= kernels.KERNELS[kernel].bound
 
 
-def test_the_result_does_not_depend_on_the_number_of_threads(qlm):
+@pytest.mark.floating
+@pytest.mark.parametrize("kernel", C_KERNELS)
+@pytest.mark.parametrize("rows", [1, 3])
+def test_the_c_kernel_applies_the_rms_norm_it_is_given(qlm, kernel, rows):
+    """mm(x, norm) is mm(F.rms_norm(x)) to float32 rounding: the fast path lets the C file normalise the residual
+    stream as it reads it. The norm's weight is not all ones, and the rows' sizes differ a lot."""
+    layer = qlm.model.layers[1].self_attn.q_proj
+    norm = qlm.model.layers[1].input_layernorm
+    assert not torch.equal(norm.weight, torch.ones_like(norm.weight))
+    x = torch.randn(rows, layer.in_features, generator=torch.Generator().manual_seed(7))  # [R, K]
+    x = x * torch.logspace(-2, 2, rows)[:, None]
+    impl = kernels.build(layer, kernel)
+    expected = formula(layer, F.rms_norm(x, (layer.in_features,), norm.weight, norm.eps))  # [R, N] float64
+    got = impl.mm(x, norm)
+    # float32 rounding of the normalised rows may round an activation to the other 16-bit integer, which moves
+    # an output by up to 1/32767 of its block's largest value: 3e-5 leaves room for that, and nothing else
+    assert float((got.double() - expected).norm() / expected.norm()) < 3e-5
+    unnormalised = formula(layer, x)
+    assert float((got.double() - unnormalised).norm() / unnormalised.norm()) > 0.1
+
+
+@pytest.mark.parametrize("kernel", C_KERNELS)
+def test_the_result_does_not_depend_on_the_number_of_threads(qlm, kernel):
     """Each output is one thread's work alone: the head (large enough to be shared) on one thread and on two
     gives the same float32 numbers, bit for bit, for one row and for several."""
     layer = qlm.model.lm_head
-    impl = kernels.build(layer, "avx2")
+    impl = kernels.build(layer, kernel)
     x = torch.randn(3, layer.in_features, generator=torch.Generator().manual_seed(1))  # [3, K]
     threads = torch.get_num_threads()
     try:
@@ -82,13 +111,31 @@ def test_the_result_does_not_depend_on_the_number_of_threads(qlm):
 
 
 @pytest.mark.floating
-def test_the_c_kernel_reads_the_files_integers(qlm):
-    """A one-hot activation reads a column of the weight back: d·q + m, the float32 weight itself (the 16-bit
-    rounding of a block whose only value is 1 is exact)."""
-    layer = qlm.model.layers[3].mlp.down_proj
-    eye = torch.eye(layer.in_features)[:8]  # [8, K]: columns 0..7
-    column = kernels.build(layer, "avx2").mm(eye)  # [8, N]
-    torch.testing.assert_close(column, layer.dequantize()[:, :8].T, rtol=1e-6, atol=1e-7)
+@pytest.mark.parametrize("kernel", C_KERNELS)
+@pytest.mark.parametrize("name", ["layers.3.mlp.down_proj", "lm_head"])
+def test_the_c_kernel_reads_the_files_integers(qlm, kernel, name):
+    """A one-hot activation reads a column of the weight back: d·q + m (Q4_1) or d·q (Q8_0, whose integers the
+    avx512 kernel re-orders), the float32 weight itself (the 16-bit rounding of a block whose only value is 1 is
+    exact). Columns 0..7 and 16..23 sit in the two halves of a block."""
+    layer = qlm.model.get_submodule(name)
+    columns = [*range(8), *range(16, 24)]
+    eye = torch.eye(layer.in_features)[columns]  # [16, K]
+    read = kernels.build(layer, kernel).mm(eye)  # [16, N]
+    torch.testing.assert_close(read, layer.dequantize()[:, columns].T, rtol=1e-6, atol=1e-7)
+
+
+def test_a_kernel_the_cpu_or_pytorch_cannot_run_is_refused_with_the_reason(monkeypatch):
+    """Without the instructions in the CPU's flags, or with PyTorch held below them (ATEN_CPU_CAPABILITY, as
+    `make test-avx2` does), the C kernel is not built, and why_not says why."""
+    monkeypatch.setattr(native, "cpu_flags", lambda: {"avx2", "fma", "f16c"})
+    assert native.why_not("avx2") is None
+    assert "needs AVX-512" in native.why_not("avx512")
+    monkeypatch.setattr(native, "cpu_flags", lambda: set(native.C_FILES["avx512"].needs))
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    assert native.why_not("avx512") == "ATEN_CPU_CAPABILITY=avx2 keeps this process below " + \
+        native.C_FILES["avx512"].names
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx512")
+    assert native.why_not("avx512") is None
 
 
 @pytest.fixture

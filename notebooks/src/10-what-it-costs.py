@@ -839,7 +839,7 @@ print(auto.describe())
 #
 # PyTorch's 4-bit kernel is written for AVX-512 first. With AVX2 only, as on most laptops, it turns every weight
 # into a float32 and spends two multiply-adds on it, and it runs at about half its AVX-512 speed. So teachllm
-# carries one kernel of its own, in C: `teachllm/csrc/gemv_avx2.c`, `avx2` in the table above. It works the way
+# carries a kernel of its own, in C: `teachllm/csrc/gemv_avx2.c`, `avx2` in the table above. It works the way
 # llama.cpp does. The activations are cut into blocks as long as the weights' blocks, and each block is rounded
 # to integers with a scale of its own. The file's integers are then multiplied by them as integers: one AVX2
 # instruction multiplies sixteen pairs and adds them in pairs, exactly. llama.cpp rounds the activations to
@@ -847,7 +847,9 @@ print(auto.describe())
 # PyTorch's kernel (the cell measures both on one matrix).
 # The first `tl.load(weights="gguf")` on a machine builds it with the C compiler already there, in about a
 # second, and the chooser times it beside the others. Without a compiler, or without AVX2, it is left out, and
-# `describe()` says why. Here is its inner step, the dot product of one block:
+# `describe()` says why. On a CPU with AVX-512 a second file, `gemv_avx512.c` (`avx512`), does the same
+# arithmetic with vectors twice as wide: one vector holds a block of two outputs. Both read the file's float16
+# scales as they are. Here is the AVX2 kernel's inner step, the dot product of one block:
 
 # %% tags=["nbval-ignore-output"]
 from teachllm import kernels, native  # noqa: E402
@@ -859,9 +861,10 @@ if native.why_not() is None:
     layer = qlm.model.layers[0].mlp.down_proj
     x = torch.randn(4, layer.in_features, generator=torch.Generator().manual_seed(0))  # [4, K]
     exact = x @ layer.dequantize().T  # [4, N]: float32
-    errors = {name: float((kernels.build(layer, name)(x) - exact).norm() / exact.norm()) for name in ("int4", "avx2")}
+    names = ["int4", "avx2"] + (["avx512"] if native.why_not("avx512") is None else [])
+    errors = {name: float((kernels.build(layer, name)(x) - exact).norm() / exact.norm()) for name in names}
     for name, error in errors.items():
-        print(f"{name:<5} relative error against float32: {error:.0e}")
+        print(f"{name:<6} relative error against float32: {error:.0e}")
     assert errors["avx2"] < errors["int4"] / 10 and errors["avx2"] <= kernels.KERNELS["avx2"].bound
 else:
     print("the avx2 kernel does not run here:", native.why_not())
@@ -873,8 +876,9 @@ else:
 # bookkeeping of every small PyTorch operation: a few microseconds each, whatever its size. Once the weights
 # are 4-bit, that part is a large share of the step. `model.py` writes the layer out as this course explains it;
 # `teachllm.fast` runs the same arithmetic in fewer operations. It stacks the rows of q, k and v into one matrix
-# (and gate and up into another), so one call replaces three (or two). It uses PyTorch's fused `F.rms_norm` and
-# rotates q and k together. `prefill` and `decode_step` take it when nothing is traced; `step_through` and a
+# (and gate and up into another), so one call replaces three (or two). It rotates q and k together. The RMSNorm
+# before q/k/v and before gate/up is PyTorch's fused `F.rms_norm`, or, on teachllm's C kernels, no PyTorch
+# operation at all: the C file normalises the rows as it reads them. `prefill` and `decode_step` take it when nothing is traced; `step_through` and a
 # `Trace` take the plain loop, which they need. Here is the plain layer, then the fast loop:
 
 # %%
