@@ -15,6 +15,8 @@ same things with fewer operations:
     RoPE on q, then on k                      RoPE once, on q and k side by side
     nn.Module calls for every piece           a plain loop over the layers' tensors
     attention with an all-true mask (decode)  attention without one
+    RoPE, cache write, attention: a dozen     decoding one sequence, where the C kernels run: one C call,
+    operations for each layer                 decode_attention (teachllm/csrc/attention.h), the same sums
 
 The arithmetic is the same, the order of some float additions aside, so the logits agree with the plain
 path to float rounding (tests/test_fast.py). `tl.load(weights="gguf")` uses it for prefill and decode when
@@ -27,7 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import kernels
+from . import kernels, native
+from .cache import KVCache
 from .model import Transformer
 from .quant import QuantisedLinear, quantised_linear
 
@@ -75,8 +78,23 @@ class FastPath:
             a, m = layer.self_attn, layer.mlp
             self.qkv.append(stacked([a.q_proj, a.k_proj, a.v_proj]) or [a.q_proj, a.k_proj, a.v_proj])
             self.gate_up.append(stacked([m.gate_proj, m.up_proj]) or [m.gate_proj, m.up_proj])
+        self.c_attention_on = True  # False: PyTorch's RoPE, cache write and attention in every step
         half = c.head_dim // 2
         self.sign = torch.cat([-torch.ones(half), torch.ones(half)])  # [d]: rotate_half(x) = roll(x, d/2) · sign
+
+    def c_attention(self, cache, B: int, S: int, mask):
+        """The C library whose decode_attention (teachllm/csrc/attention.h) can take this step's attention, or
+        None: it takes one token of one sequence that reads every key, in a float32 KVCache on the CPU, without
+        q/k norms, where teachllm's C kernels run."""
+        c, first = self.model.config, self.model.layers[0].self_attn
+        if not (B == S == 1 and mask is None and isinstance(cache, KVCache) and cache.k.dtype == torch.float32
+                and cache.k.device.type == "cpu" and cache.k.shape[1] == 1 and cache.length < cache.max_len
+                and c.head_dim % 8 == 0 and c.head_dim <= 256 and not first.qk_norm and self.c_attention_on):
+            return None
+        try:
+            return native.library("avx2")
+        except RuntimeError:  # no AVX2 or no compiler: PyTorch's operations
+            return None
 
     def __call__(self, ids: torch.Tensor, cache, last_only: bool = True) -> torch.Tensor:
         """Logits for the new tokens `ids` [B, S] after what `cache` holds: [B, 1, V] (last_only) or [B, S, V]."""
@@ -87,6 +105,10 @@ class FastPath:
         if S == 1 and bool(mask.all()):
             mask = None  # one new token that may read every key: attention without a mask is the same, and faster
         cos, sin = cos[:, :, None], (sin * self.sign)[:, :, None]  # [B, S, 1, d]: every head alike
+        attend = self.c_attention(cache, B, S, mask)
+        if attend is not None:
+            cos, sin = cos.contiguous(), sin.contiguous()  # [1, 1, 1, d]
+            scores = torch.empty(cache.length + 1)  # the C file's scratch: one score per key
         x = model.embed_tokens(ids).view(B * S, h)  # [M, h], M = B·S rows
         for i, layer in enumerate(model.layers):
             a, m = layer.self_attn, layer.mlp
@@ -96,15 +118,24 @@ class FastPath:
                 qkv = torch.cat([project(p, x, cast, norm).float() for p in self.qkv[i]], dim=-1)  # [M, (n_h+2n_kv)·d]
             else:
                 qkv = project(self.qkv[i], x, cast, norm).float()  # [M, (n_h+2n_kv)·d]
-            qkv = qkv.view(B, S, n_h + 2 * n_kv, d)
-            qk, v = qkv[:, :, :n_h + n_kv], qkv[:, :, n_h + n_kv:]  # [B, S, n_h+n_kv, d], [B, S, n_kv, d]
-            if a.qk_norm:
-                qk = torch.cat([a.q_norm(qk[:, :, :n_h]), a.k_norm(qk[:, :, n_h:])], dim=2)
-            qk = qk * cos + qk.roll(d // 2, dims=-1) * sin  # RoPE on q and k at once
-            k_all, v_all = cache.write(a.index, qk[:, :, n_h:].transpose(1, 2), v.transpose(1, 2))  # [B, n_kv, T, d]
-            out = F.scaled_dot_product_attention(qk[:, :, :n_h].transpose(1, 2), k_all, v_all, attn_mask=mask,
-                                                 scale=a.scale, enable_gqa=n_h != n_kv)  # [B, n_h, S, d]
-            x = x + project(a.o_proj, out.transpose(1, 2).reshape(B * S, n_h * d), {})  # [M, h]
+            if attend is not None:  # one token of one sequence: RoPE, the cache write and attention in C
+                qkv, out = qkv.contiguous(), torch.empty(1, n_h * d)  # [1, (n_h+2n_kv)·d], [1, n_h·d]
+                k_all, v_all = cache.k[a.index], cache.v[a.index]  # [1, n_kv, max_len, d] each
+                attend.decode_attention(qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), k_all.data_ptr(),
+                                        v_all.data_ptr(), k_all.stride(1), cache.length, n_h, n_kv, d, a.scale,
+                                        scores.data_ptr(), out.data_ptr())
+            else:
+                qkv = qkv.view(B, S, n_h + 2 * n_kv, d)
+                qk, v = qkv[:, :, :n_h + n_kv], qkv[:, :, n_h + n_kv:]  # [B, S, n_h+n_kv, d], [B, S, n_kv, d]
+                if a.qk_norm:
+                    qk = torch.cat([a.q_norm(qk[:, :, :n_h]), a.k_norm(qk[:, :, n_h:])], dim=2)
+                qk = qk * cos + qk.roll(d // 2, dims=-1) * sin  # RoPE on q and k at once
+                k_all, v_all = cache.write(a.index, qk[:, :, n_h:].transpose(1, 2), v.transpose(1, 2))
+                # k_all, v_all [B, n_kv, T, d]
+                out = F.scaled_dot_product_attention(qk[:, :, :n_h].transpose(1, 2), k_all, v_all, attn_mask=mask,
+                                                     scale=a.scale, enable_gqa=n_h != n_kv)  # [B, n_h, S, d]
+                out = out.transpose(1, 2).reshape(B * S, n_h * d)  # [M, n_h·d]
+            x = x + project(a.o_proj, out, {})  # [M, h]
             cast = {}
             norm = layer.post_attention_layernorm
             if isinstance(self.gate_up[i], list):

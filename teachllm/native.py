@@ -47,7 +47,7 @@ C_FILES = {
                     "AVX-512 (F, BW, VL, DQ) with VNNI", 2),
 }
 SOURCE = C_FILES["avx2"].source  # the one chapter 10 reads
-HEADER = CSRC / "gemv_common.h"  # what both include
+HEADERS = [CSRC / "gemv_common.h", CSRC / "attention.h"]  # what both include
 # ATEN_CPU_CAPABILITY=avx2 keeps PyTorch to its AVX2 kernels (what `make test-avx2` uses to stand in for a
 # laptop); teachllm's kernels keep to the same limit
 LEVELS = {"default": 0, "avx2": 1, "avx512": 2}
@@ -83,7 +83,7 @@ def why_not(name: str = "avx2") -> str | None:
 
 def digest() -> str:
     """What the C files say, in 12 hex digits: a saved choice of kernels measured on other C code is stale."""
-    texts = [HEADER.read_bytes(), *(c.source.read_bytes() for c in C_FILES.values())]
+    texts = [*(h.read_bytes() for h in HEADERS), *(c.source.read_bytes() for c in C_FILES.values())]
     return hashlib.sha256(b"".join(texts)).hexdigest()[:12]
 
 
@@ -107,6 +107,9 @@ def library(name: str = "avx2") -> ctypes.CDLL:
     lib.gemv.restype = None
     lib.gemv.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                          ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_float]
+    lib.decode_attention.restype = None
+    lib.decode_attention.argtypes = [*[ctypes.c_void_p] * 5, ctypes.c_long, *[ctypes.c_int] * 4, ctypes.c_float,
+                                     ctypes.c_void_p, ctypes.c_void_p]
     return lib
 
 
@@ -120,7 +123,7 @@ def build(cc: str, folder: Path, name: str = "avx2") -> Path:
     c_file = C_FILES[name]
     flags = [*FLAGS, *c_file.flags]
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    text = HEADER.read_bytes() + c_file.source.read_bytes()
+    text = b"".join(h.read_bytes() for h in HEADERS) + c_file.source.read_bytes()
     key = hashlib.sha256(text + repr((version, flags, THREADED)).encode()).hexdigest()[:16]
     path = folder / f"{c_file.source.stem}-{key}.so"
     try:
@@ -132,7 +135,7 @@ def build(cc: str, folder: Path, name: str = "avx2") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     temporary = folder / f"{path.name}.{os.getpid()}.tmp"
     for options in (flags + THREADED, flags):
-        done = subprocess.run([cc, *options, "-o", str(temporary), str(c_file.source)], capture_output=True,
+        done = subprocess.run([cc, *options, "-o", str(temporary), str(c_file.source), "-lm"], capture_output=True,
                               text=True)
         if done.returncode == 0:
             break

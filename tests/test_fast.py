@@ -67,15 +67,36 @@ def test_fast_path_gives_the_plain_loops_logits(qlm, kernel):
 
 
 def test_fast_path_with_matrices_on_different_kernels(qlm):
-    """k/v on float16, q on int4: q, k and v cannot stack, so the fast path calls them one by one."""
+    """k/v on float16, q on int4: q, k and v cannot stack, so the fast path calls them one by one. (Attention
+    stays in PyTorch here: on bfloat16 kernels the C attention's own float order is amplified, see below.)"""
     groups = kernels.groups_of(qlm.model)
     kv = next(g for g in groups if g.out_features == qlm.config.n_kv_heads * qlm.config.head_dim)
     kernels.use(qlm.model, kv, kernel="float16")
     qlm.fast = FastPath(qlm.model)
+    qlm.fast.c_attention_on = False
     try:
         assert isinstance(qlm.fast.qkv[0], list) and not isinstance(qlm.fast.gate_up[0], list)
         fast, plain = both_paths(qlm, PROMPTS[:1])
         assert float((fast - plain).abs().max()) < 1e-4
+    finally:
+        qlm.set_kernel("int4")
+
+
+def test_decode_attention_in_c_gives_the_plain_loops_logits(qlm):
+    """One sequence, decode steps: the fast path takes RoPE, the cache write and attention in C
+    (teachllm/csrc/attention.h). On float32 matrices it gives the plain loop's logits to float rounding. (On
+    the int4 kernel, whose activations are bfloat16, the C file's float order moves a logit by up to 0.3, as
+    any other order would: that kernel's own distance from float32 is 1.15.)"""
+    if native.why_not():
+        pytest.skip(f"avx2: {native.why_not()}")
+    qlm.set_kernel("float32")
+    try:
+        cache = qlm.new_cache(max_len=4)
+        qlm.prefill(qlm.tokenizer.encode("Hi"), cache)
+        assert qlm.fast.c_attention(cache, 1, 1, None) is not None  # the C path is the one tested
+        fast, plain = both_paths(qlm, PROMPTS[1:2], steps=8)
+        assert float((fast - plain).abs().max()) < 1e-4
+        assert torch.equal(fast.argmax(-1), plain.argmax(-1))
     finally:
         qlm.set_kernel("int4")
 

@@ -124,6 +124,35 @@ def test_the_c_kernel_reads_the_files_integers(qlm, kernel, name):
     torch.testing.assert_close(read, layer.dequantize()[:, columns].T, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.floating
+@pytest.mark.parametrize("t", [0, 5])
+def test_decode_attention_is_rope_the_cache_write_and_attention(t):
+    """attention.h on random numbers, grouped-query shaped (9 q heads, 3 k/v heads, d = 64), for the first token
+    (t = 0) and after 5: the new k (RoPE'd) and v land in slot t and nowhere else, and the output is PyTorch's
+    F.scaled_dot_product_attention on the RoPE'd q over slots 0..t."""
+    lib = native.library()
+    n_h, n_kv, d, slots = 9, 3, 64, 8
+    g = torch.Generator().manual_seed(t)
+    qkv = torch.randn(n_h + 2 * n_kv, d, generator=g)  # [15, d]
+    angles = torch.rand(d // 2, generator=g).repeat(2) * 6  # [d]: each angle twice, as RoPE has them
+    cos, sin = angles.cos(), angles.sin() * torch.cat([-torch.ones(d // 2), torch.ones(d // 2)])
+    k, v = torch.randn(1, n_kv, slots, d, generator=g), torch.randn(1, n_kv, slots, d, generator=g)
+    k_before, v_before = k.clone(), v.clone()
+    rotated = qkv[:n_h + n_kv] * cos + qkv[:n_h + n_kv].roll(d // 2, dims=-1) * sin  # [12, d]
+    out, scores = torch.empty(n_h, d), torch.empty(t + 1)
+    work = qkv.clone()
+    lib.decode_attention(work.data_ptr(), cos.data_ptr(), sin.data_ptr(), k.data_ptr(), v.data_ptr(), k.stride(1),
+                         t, n_h, n_kv, d, 0.125, scores.data_ptr(), out.data_ptr())
+    torch.testing.assert_close(work[:n_h + n_kv], rotated, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(k[0, :, t], rotated[n_h:], rtol=1e-6, atol=1e-6)
+    assert torch.equal(v[0, :, t], qkv[n_h + n_kv:])
+    others = [i for i in range(slots) if i != t]
+    assert torch.equal(k[:, :, others], k_before[:, :, others]) and torch.equal(v[:, :, others], v_before[:, :, others])
+    expected = F.scaled_dot_product_attention(rotated[None, :n_h, None], k[:, :, :t + 1], v[:, :, :t + 1],
+                                              scale=0.125, enable_gqa=True)  # [1, n_h, 1, d]
+    torch.testing.assert_close(out, expected[0, :, 0], rtol=1e-5, atol=1e-6)
+
+
 def test_a_kernel_the_cpu_or_pytorch_cannot_run_is_refused_with_the_reason(monkeypatch):
     """Without the instructions in the CPU's flags, or with PyTorch held below them (ATEN_CPU_CAPABILITY, as
     `make test-avx2` does), the C kernel is not built, and why_not says why."""

@@ -878,7 +878,9 @@ else:
 # `teachllm.fast` runs the same arithmetic in fewer operations. It stacks the rows of q, k and v into one matrix
 # (and gate and up into another), so one call replaces three (or two). It rotates q and k together. The RMSNorm
 # before q/k/v and before gate/up is PyTorch's fused `F.rms_norm`, or, on teachllm's C kernels, no PyTorch
-# operation at all: the C file normalises the rows as it reads them. `prefill` and `decode_step` take it when nothing is traced; `step_through` and a
+# operation at all: the C file normalises the rows as it reads them. When one sequence decodes, RoPE, the cache
+# write and attention, a dozen PyTorch operations a layer, are one C call (`teachllm/csrc/attention.h`), the same
+# sums in float32. `prefill` and `decode_step` take it when nothing is traced; `step_through` and a
 # `Trace` take the plain loop, which they need. Here is the plain layer, then the fast loop:
 
 # %%

@@ -27,3 +27,5 @@ static const float *rms_norm(const float *x, const float *norm, float eps, int R
     }
     return xn;
 }
+
+#include "attention.h"  /* the fast path's decode attention, in the same library */
