@@ -68,6 +68,14 @@ def cpu_flags() -> set[str]:
 
 def why_not(name: str = "avx2") -> str | None:
     """Why the C kernel `name` cannot run here, or None when it can be built."""
+    if not compiler() and not why_not_on_this_cpu(name):
+        return "no C compiler found ($CC or cc)"
+    return why_not_on_this_cpu(name)
+
+
+def why_not_on_this_cpu(name: str) -> str | None:
+    """Why this CPU (or the instruction-set limit this process runs under) cannot run the C kernel `name`, or
+    None. A missing compiler is not the CPU's doing, so it is not a reason here."""
     wanted = C_FILES[name]
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return f"needs an x86-64 CPU with {wanted.names} (this one is {platform.machine()})"
@@ -76,8 +84,6 @@ def why_not(name: str = "avx2") -> str | None:
     limit = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
     if LEVELS.get(limit, 2) < wanted.level:
         return f"ATEN_CPU_CAPABILITY={limit} keeps this process below {wanted.names}"
-    if not compiler():
-        return "no C compiler found ($CC or cc)"
     return None
 
 

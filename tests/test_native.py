@@ -17,9 +17,9 @@ from teachllm import kernels, native
 from teachllm.manifest import MANIFEST, read_manifest, sha256_of
 
 pytestmark = pytest.mark.skipif(native.why_not() is not None, reason=f"avx2 kernel: {native.why_not()}")
-C_KERNELS = [pytest.param(name, marks=pytest.mark.skipif(native.why_not(name) is not None,
-                                                         reason=f"{name}: {native.why_not(name)}"))
-             for name in native.C_FILES]
+# the C kernels this CPU runs (avx512 needs AVX-512, and is held back under ATEN_CPU_CAPABILITY=avx2): a kernel
+# the CPU cannot run is not a test here; a missing compiler is a skip (an error under CI=true)
+C_KERNELS = [name for name in native.C_FILES if native.why_not_on_this_cpu(name) is None]
 
 
 @pytest.fixture(scope="module")
