@@ -68,9 +68,10 @@ def cpu_flags() -> set[str]:
 
 def why_not(name: str = "avx2") -> str | None:
     """Why the C kernel `name` cannot run here, or None when it can be built."""
-    if not compiler() and not why_not_on_this_cpu(name):
-        return "no C compiler found ($CC or cc)"
-    return why_not_on_this_cpu(name)
+    reason = why_not_on_this_cpu(name)
+    if reason is None and not compiler():
+        reason = "no C compiler found ($CC or cc)"
+    return reason
 
 
 def why_not_on_this_cpu(name: str) -> str | None:
