@@ -16,6 +16,7 @@ from .loading import ModelNotFoundError
 from .model import LayerTrace, Stage, Trace
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
+from .tolerances import Tolerance, tolerance
 
 __version__ = "0.1.0"
 
@@ -30,6 +31,6 @@ def __getattr__(name: str):
 
 __all__ = [
     "GenerationOutput", "KVCache", "LanguageModel", "LayerTrace", "Metrics", "ModelConfig", "ModelNotFoundError",
-    "SamplingParams", "Stage", "Tokenizer", "Trace", "UnsupportedModelError", "beam_search_steps",
-    "bpe", "cost", "generation_steps", "load", "roofline", "sampling", "serving", "texts",
+    "SamplingParams", "Stage", "Tokenizer", "Tolerance", "Trace", "UnsupportedModelError", "beam_search_steps",
+    "bpe", "cost", "generation_steps", "load", "roofline", "sampling", "serving", "texts", "tolerance",
 ]

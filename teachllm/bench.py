@@ -201,7 +201,7 @@ ENGLISH_PARAGRAPH, CHINESE_PARAGRAPH = texts.ENGLISH, texts.CHINESE  # perplexit
 def perplexity(logits: torch.Tensor, ids: list[int]) -> float:
     """exp(mean negative log-likelihood of each next token) from logits [1, S, V] over ids (S tokens)."""
     logp = torch.log_softmax(logits[0, :-1].float(), dim=-1)  # [S-1, V]
-    target = torch.tensor(ids[1:])  # [S-1]
+    target = torch.tensor(ids[1:], device=logits.device)  # [S-1]
     return float(torch.exp(-logp.gather(-1, target[:, None]).mean()))
 
 
@@ -209,12 +209,13 @@ def quality(forward, reference, tokenizer) -> dict:
     """How far a model's logits are from the float32 reference's: both are functions ids → [1, S, V].
 
     max |Δlogit| over every position of the 20 prompts; mean KL(float32 ‖ model) over those positions;
-    perplexity of the English and the Chinese paragraph under both.
+    perplexity of the English and the Chinese paragraph under both. The two models may live on different devices
+    (the GGUF's 4-bit model runs on the CPU, the float one may be on a GPU): their logits are compared on the CPU.
     """
     worst, kls = 0.0, []
     for text in QUALITY_PROMPTS:
         ids = tokenizer.encode(text)
-        ref, got = reference(ids).float(), forward(ids).float()  # [1, S, V]
+        ref, got = reference(ids).float().cpu(), forward(ids).float().cpu()  # [1, S, V]
         worst = max(worst, float((got - ref).abs().max()))
         kl = torch.sum(ref.softmax(-1) * (ref.log_softmax(-1) - got.log_softmax(-1)), dim=-1)  # [1, S]
         kls.append(kl.flatten())

@@ -63,10 +63,11 @@ def attention_mask(query_pos: torch.Tensor, key_pos: torch.Tensor, window: int |
 
 class KVCache:
     """Make one with lm.new_cache(max_len, batch_size), which checks the sizes against the model and the
-    machine's memory; the constructor itself takes them as given."""
+    machine's memory and puts the cache on the model's device in its dtype; the constructor takes them as given,
+    and asks for the dtype and device by name: a cache must live where its model does."""
 
-    def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1,
-                 dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
+    def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1, *, dtype: torch.dtype,
+                 device: str | torch.device):
         self.config = config
         self.max_len = max_len
         self.batch_size = batch_size

@@ -1,4 +1,4 @@
-"""What inference costs: matmul FLOPs and bytes moved per phase, counted from a ModelConfig.
+"""What inference costs: matmul FLOPs and bytes moved per phase, counted from a ModelConfig or a loaded model.
 
 Symbols: b batch, s new tokens per sequence in one call, T keys each query sees (cached + new),
 h hidden size, L layers, n_h query heads, n_kv key/value heads, d head dim, f MLP width, V vocab.
@@ -21,8 +21,13 @@ and the LM head adds 2·b·h·V per position it projects. Conventions, the same 
 
 The lecture's textbook layer (GPT-style: n_kv = n_h, n_h·d = h, a two-matrix MLP of width 4h, no
 LM head) gives 24·b·s·h² + 4·b·s²·h per layer; `textbook_flops` and `compare_with_textbook` set it
-next to the exact count. Only formulas live here; measuring a device (peak FLOP/s, bandwidth, the
-time of each phase) is `teachllm.roofline`, one layer up.
+next to the exact count.
+
+Bytes depend on the dtype the numbers are held in. Pass the loaded model (`lm`) and they are counted in its own
+dtype (float32 on a CPU, bfloat16 on a GPU by default); a bare ModelConfig holds no weights, so with one the
+dtype must be named (`dtype="bf16"`). `flop_counter` is PyTorch's FLOP counter with fused attention counted on
+every device, to check these formulas against what runs. Only formulas live here; measuring a device (peak
+FLOP/s, bandwidth, the time of each phase) is `teachllm.roofline`, one layer up.
 """
 
 from __future__ import annotations
@@ -41,12 +46,29 @@ ATTENTION_OPS = ("qk", "pv")  # the two matmuls that grow with the keys T; the r
 def _check(func: str, config, **counts) -> None:
     """Guards for every public function: a ModelConfig, and counts that are integers ≥ 1 (n_tokens ≥ 0)."""
     if not isinstance(config, ModelConfig):
-        hint = "; pass lm.config, not the model" if hasattr(config, "config") else ""
-        raise TypeError(f"{func} takes a ModelConfig, got {type(config).__name__}{hint}")
+        raise TypeError(f"{func} takes a ModelConfig or a loaded model (lm), got {type(config).__name__}")
     for name, value in counts.items():
         low = 0 if name == "n_tokens" else 1
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
             raise ValueError(f"{func}: {name}={value!r} must be an integer ≥ {low}")
+
+
+def _config(model) -> ModelConfig:
+    """The shape of `model`: a ModelConfig itself, or a loaded model's (lm.config)."""
+    config = getattr(model, "config", model)
+    return config if isinstance(config, ModelConfig) else model
+
+
+def _dtype(func: str, model, dtype) -> torch.dtype | str:
+    """The dtype bytes are counted in: the one asked for, else a loaded model's own (lm.dtype). A ModelConfig holds
+    no weights, so it does not say; then the dtype must be given, rather than a guess that is wrong on a GPU."""
+    if dtype is not None:
+        return dtype
+    own = getattr(model, "dtype", None)
+    if isinstance(own, torch.dtype):
+        return own
+    raise ValueError(f"{func}: a {type(model).__name__} does not say which dtype the numbers are held in; pass "
+                     "dtype= ('float32', 'bf16', ...), or the loaded model itself (lm) to count in its own dtype")
 
 
 # ---- FLOPs ---------------------------------------------------------------------------------------
@@ -105,6 +127,7 @@ class FlopCount:
 
 def layer_flops(config: ModelConfig, n_new: int, n_keys: int, batch_size: int = 1) -> dict[str, int]:
     """Matmul FLOPs of one decoder layer for b = batch_size, s = n_new new tokens and T = n_keys keys."""
+    config = _config(config)
     _check("layer_flops", config, n_new=n_new, n_keys=n_keys, batch_size=batch_size)
     b, s, T = batch_size, n_new, n_keys
     h, f, d = config.hidden_size, config.intermediate_size, config.head_dim
@@ -126,6 +149,7 @@ def forward_flops(config: ModelConfig, n_new: int, n_keys: int, batch_size: int 
                   phase: str = "forward") -> FlopCount:
     """Matmul FLOPs of any forward call: s = n_new tokens per sequence scored against T = n_keys keys,
     with n_projected positions per sequence going through the LM head (2·b·h·V each)."""
+    config = _config(config)
     _check("forward_flops", config, n_new=n_new, n_keys=n_keys, batch_size=batch_size, n_projected=n_projected)
     for name, value in (("n_new", n_new), ("n_keys", n_keys), ("batch_size", batch_size)):
         if not isinstance(value, int) or value < 1:
@@ -144,6 +168,7 @@ def prefill_flops(config: ModelConfig, seq_len: int, batch_size: int = 1, all_po
     The LM head runs on the last position only (2·b·h·V), as in `lm.prefill`; with
     `all_positions=True` on all of them (2·b·s·h·V), as in `lm.forward`.
     """
+    config = _config(config)
     _check("prefill_flops", config, seq_len=seq_len, batch_size=batch_size)
     n_projected = seq_len if all_positions else 1
     phase = "forward" if all_positions else "prefill"
@@ -157,6 +182,7 @@ def decode_flops(config: ModelConfig, context_len: int, batch_size: int = 1) -> 
     cache.length + 1 just before `lm.decode_step` (and cache.length just after it).
     Per layer: the prefill formula with s = 1 and the attention term 4·b·T·n_h·d; LM head 2·b·h·V.
     """
+    config = _config(config)
     _check("decode_flops", config, context_len=context_len, batch_size=batch_size)
     return forward_flops(config, 1, context_len, batch_size, 1, "decode")
 
@@ -168,6 +194,7 @@ def textbook_flops(config: ModelConfig, seq_len: int, batch_size: int = 1, conte
     the output projection (2·b·s·h²), a two-matrix MLP h → 4h → h (8·b·s·h² each way, 16·b·s·h²),
     and no LM head. A decode step is seq_len=1 with context_len=T.
     """
+    config = _config(config)
     _check("textbook_flops", config, seq_len=seq_len, batch_size=batch_size,
            **({} if context_len is None else {"context_len": context_len}))
     if context_len is not None and context_len < seq_len:
@@ -206,6 +233,7 @@ def compare_with_textbook(config: ModelConfig, seq_len: int, batch_size: int = 1
     Returns rows {"op", "textbook", "exact", "ratio" (exact / textbook, None where the textbook has 0), "why"},
     the last one being "total". `format_comparison(rows)` prints them.
     """
+    config = _config(config)
     _check("compare_with_textbook", config, seq_len=seq_len, batch_size=batch_size)
     exact = prefill_flops(config, seq_len, batch_size, all_positions).by_op()
     book = textbook_flops(config, seq_len, batch_size).by_op()
@@ -226,27 +254,34 @@ def format_comparison(rows: list[dict]) -> str:
 
 
 # ---- bytes ---------------------------------------------------------------------------------------
-def weight_bytes(config: ModelConfig, dtype: torch.dtype | str = torch.float32) -> int:
-    """Bytes of all parameters, a tied embedding/LM-head matrix counted once: n_params · element size."""
+def weight_bytes(config: ModelConfig, dtype: torch.dtype | str | None = None) -> int:
+    """Bytes of all parameters, a tied embedding/LM-head matrix counted once: n_params · element size.
+    dtype: the one to count in; by default a loaded model's own (pass lm), required with a ModelConfig."""
+    model, config = config, _config(config)
     _check("weight_bytes", config)
+    dtype = _dtype("weight_bytes", model, dtype)
     return config.n_params * element_size(dtype)
 
 
 def kv_cache_bytes(config: ModelConfig, n_tokens: int, batch_size: int = 1,
-                   dtype: torch.dtype | str = torch.float32) -> int:
+                   dtype: torch.dtype | str | None = None) -> int:
     """Bytes of K and V for n_tokens tokens of batch_size sequences: 2 · L · n_kv · d · tokens · b · bytes."""
+    model, config = config, _config(config)
     _check("kv_cache_bytes", config, n_tokens=n_tokens, batch_size=batch_size)
+    dtype = _dtype("kv_cache_bytes", model, dtype)
     return 2 * config.n_layers * config.n_kv_heads * config.head_dim * n_tokens * batch_size * element_size(dtype)
 
 
 def weight_bytes_read(config: ModelConfig, n_new: int, batch_size: int = 1,
-                      dtype: torch.dtype | str = torch.float32) -> int:
+                      dtype: torch.dtype | str | None = None) -> int:
     """Bytes of weights one forward call reads: every matrix once, whatever the batch.
 
     The embedding is a lookup, not a matmul: an untied model reads only the b·s rows it needs
     (the LM head matrix is read whole); a tied model reads the shared matrix whole for the LM head.
     """
+    model, config = config, _config(config)
     _check("weight_bytes_read", config, n_new=n_new, batch_size=batch_size)
+    dtype = _dtype("weight_bytes_read", model, dtype)
     total = weight_bytes(config, dtype)
     if config.tie_word_embeddings:
         return total
@@ -284,26 +319,62 @@ def _phase_cost(phase: str, config: ModelConfig, flops: FlopCount, dtype) -> Pha
 
 
 def prefill_cost(config: ModelConfig, seq_len: int, batch_size: int = 1,
-                 dtype: torch.dtype | str = torch.float32) -> PhaseCost:
+                 dtype: torch.dtype | str | None = None) -> PhaseCost:
     """FLOPs and bytes of a prefill. Bytes model: weights read once + K, V of the prompt written once
     and read once by attention. Activations (and the s×T attention scores) are not counted: they are
     assumed to stay in on-chip memory, as in a fused kernel, so this is the least traffic possible
     and the intensity an upper bound."""
+    model, config = config, _config(config)
     _check("prefill_cost", config, seq_len=seq_len, batch_size=batch_size)
+    dtype = _dtype("prefill_cost", model, dtype)
     return _phase_cost("prefill", config, prefill_flops(config, seq_len, batch_size), dtype)
 
 
 def decode_cost(config: ModelConfig, context_len: int, batch_size: int = 1,
-                dtype: torch.dtype | str = torch.float32) -> PhaseCost:
+                dtype: torch.dtype | str | None = None) -> PhaseCost:
     """FLOPs and bytes of one decode step (T = context_len keys, the new token included). Bytes model:
     weights read once + the K, V of all T tokens read + the new token's K, V written; activations
     (a few vectors of width h per sequence) are not counted."""
+    model, config = config, _config(config)
     _check("decode_cost", config, context_len=context_len, batch_size=batch_size)
+    dtype = _dtype("decode_cost", model, dtype)
     return _phase_cost("decode", config, decode_flops(config, context_len, batch_size), dtype)
+
+
+# ---- counting what PyTorch runs ----------------------------------------------------------------------
+def _attention_flops(query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+    """FLOPs of one fused attention call: q [b, n_h, s, d] against k [b, n_kv, T, d] and v [b, n_kv, T, d_v].
+    Each of the n_h query heads scores T keys (2·b·n_h·s·T·d) and mixes T values (2·b·n_h·s·T·d_v), whether
+    its K and V are its own (n_kv = n_h) or shared with its group (grouped-query attention, n_kv < n_h)."""
+    b, n_h, s, d = query_shape
+    T, d_v = key_shape[-2], value_shape[-1]
+    return 2 * b * n_h * s * T * d + 2 * b * n_h * s * T * d_v
+
+
+def flop_counter(display: bool = False):
+    """PyTorch's `FlopCounterMode`, with one formula more: fused attention on every device.
+
+    The counter counts the operators it has a formula for. PyTorch has none for the CPU's fused attention
+    kernel (it counts 0), and the formula of the torch 2.11 on our GPU machine refuses grouped-query shapes
+    (n_kv < n_h: "query/key/value shapes are incompatible"). This counter gives every fused
+    `scaled_dot_product_attention` kernel the count of `_attention_flops`, the same as `layer_flops`' qk + pv,
+    so the fast path counts the same FLOPs on the CPU and on a GPU:
+
+        with tl.cost.flop_counter() as counter:
+            lm.prefill(ids, lm.new_cache(max_len=64))
+        counter.get_total_flops() == tl.cost.prefill_flops(lm, len(ids)).total
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    names = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention")
+    ops = [getattr(torch.ops.aten, name) for name in names if hasattr(torch.ops.aten, name)]
+    return FlopCounterMode(display=display, custom_mapping={op: _attention_flops for op in ops})
 
 
 __all__ = [
     "ATTENTION_OPS", "FlopCount", "PhaseCost", "compare_with_textbook", "decode_cost", "decode_flops", "element_size",
-    "format_comparison", "forward_flops", "kv_cache_bytes", "layer_flops", "prefill_cost", "prefill_flops",
+    "flop_counter", "format_comparison", "forward_flops", "kv_cache_bytes", "layer_flops", "prefill_cost",
+    "prefill_flops",
     "textbook_flops", "weight_bytes", "weight_bytes_read",
 ]

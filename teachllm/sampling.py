@@ -169,19 +169,28 @@ def apply_min_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
 
 
 # ---- penalties (greedy and sampling alike) -----------------------------------------------------
+def token_counts(histories: list[list[int]], like: torch.Tensor) -> torch.Tensor:
+    """How often each token occurs in each row's history: [B, V] in the dtype and on the device of `like` [B, V].
+    One scatter for the whole batch (no loop over rows on the device)."""
+    rows = [b for b, ids in enumerate(histories) for _ in ids]
+    cols = [i for ids in histories for i in ids]
+    counts = torch.zeros_like(like)  # [B, V]
+    if cols:
+        index = (torch.tensor(rows, device=like.device), torch.tensor(cols, device=like.device))
+        counts.index_put_(index, torch.ones(len(cols), dtype=like.dtype, device=like.device), accumulate=True)
+    return counts
+
+
 def apply_repetition_penalty(logits: torch.Tensor, seen_ids, r: float) -> torch.Tensor:
     """CTRL's repetition penalty (as transformers): for every distinct token already in the sequence,
     logit / r if the logit is > 0, else logit · r. r > 1 discourages repeats; r = 1 is off."""
     logits = _checked("apply_repetition_penalty", logits, r=r)
     if r == 1.0:
         return logits
-    out = _rows(logits).clone()
-    for row, seen in zip(out, inputs.histories(seen_ids, out.shape[0], out.shape[-1]), strict=True):
-        if seen:
-            idx = torch.tensor(sorted(set(seen)), device=row.device)
-            picked = row[idx]
-            row[idx] = torch.where(picked > 0, picked / r, picked * r)
-    return out.view_as(logits)
+    rows = _rows(logits)  # [B, V]
+    seen = token_counts(inputs.histories(seen_ids, rows.shape[0], rows.shape[-1]), rows) > 0  # [B, V]
+    penalised = torch.where(rows > 0, rows / r, rows * r)  # [B, V]
+    return torch.where(seen, penalised, rows).view_as(logits)
 
 
 def apply_presence_frequency_penalty(logits: torch.Tensor, output_ids, presence: float,
@@ -191,12 +200,9 @@ def apply_presence_frequency_penalty(logits: torch.Tensor, output_ids, presence:
     logits = _checked("apply_presence_frequency_penalty", logits, presence=presence, frequency=frequency)
     if presence == 0 and frequency == 0:
         return logits
-    out = _rows(logits).clone()
-    for row, ids in zip(out, inputs.histories(output_ids, out.shape[0], out.shape[-1]), strict=True):
-        if ids:
-            counts = torch.bincount(torch.tensor(ids, device=row.device), minlength=row.shape[0]).to(row.dtype)
-            row -= counts * frequency + (counts > 0).to(row.dtype) * presence
-    return out.view_as(logits)
+    rows = _rows(logits)  # [B, V]
+    counts = token_counts(inputs.histories(output_ids, rows.shape[0], rows.shape[-1]), rows)  # [B, V]
+    return (rows - (counts * frequency + (counts > 0).to(rows.dtype) * presence)).view_as(logits)
 
 
 def banned_ngram_tokens(ids: list[int], n: int) -> set[int]:
@@ -214,12 +220,9 @@ def apply_no_repeat_ngram(logits: torch.Tensor, ids, n: int) -> torch.Tensor:
     logits = _checked("apply_no_repeat_ngram", logits, n=n)
     if n <= 0:
         return logits
-    out = _rows(logits).clone()
-    for row, history in zip(out, inputs.histories(ids, out.shape[0], out.shape[-1]), strict=True):
-        banned = banned_ngram_tokens(history, n)
-        if banned:
-            row[torch.tensor(sorted(banned), device=row.device)] = float("-inf")
-    return out.view_as(logits)
+    rows = _rows(logits)  # [B, V]
+    banned = [sorted(banned_ngram_tokens(h, n)) for h in inputs.histories(ids, rows.shape[0], rows.shape[-1])]
+    return rows.masked_fill(token_counts(banned, rows) > 0, float("-inf")).view_as(logits)
 
 
 def apply_min_tokens(logits: torch.Tensor, n_output: int, min_tokens: int, stop_ids) -> torch.Tensor:

@@ -171,10 +171,9 @@ def test_comparison_with_textbook_explains_each_gap(lm):
 @pytest.mark.parametrize("max_len, batch, dtype", [(16, 1, torch.float32), (100, 2, torch.float32),
                                                    (64, 3, torch.bfloat16), (8, 5, torch.float16)])
 def test_kv_cache_bytes_equal_the_cache_allocation(lm, max_len, batch, dtype):
-    cache = tl.KVCache(lm.config, max_len, batch, dtype=dtype)  # what lm.new_cache builds, in any dtype
+    cache = tl.KVCache(lm.config, max_len, batch, dtype=dtype, device=lm.device)  # as lm.new_cache builds, any dtype
     assert cost.kv_cache_bytes(lm.config, max_len, batch, dtype) == cache.bytes_allocated
-    if dtype == lm.dtype:
-        assert cost.kv_cache_bytes(lm.config, max_len, batch) == lm.new_cache(max_len, batch).bytes_allocated
+    assert cost.kv_cache_bytes(lm, max_len, batch) == lm.new_cache(max_len, batch).bytes_allocated  # lm's own dtype
 
 
 def test_kv_cache_bytes_equal_the_bytes_used_after_prefill_and_decode(lm):
@@ -182,13 +181,13 @@ def test_kv_cache_bytes_equal_the_bytes_used_after_prefill_and_decode(lm):
     lm.prefill([[5, 6, 7, 8], [9, 10]], cache)
     lm.decode_step([11, 12], cache)
     lm.decode_step([13, 14], cache)
-    assert cache.bytes_used == cost.kv_cache_bytes(lm.config, cache.length, 2) == cost.kv_cache_bytes(lm.config, 6, 2)
+    assert cache.bytes_used == cost.kv_cache_bytes(lm, cache.length, 2) == cost.kv_cache_bytes(lm, 6, 2)
 
 
 def test_weight_bytes_equal_the_parameters(lm):
     params = sum(p.numel() * p.element_size() for p in lm.model.parameters())  # a tied matrix is listed once
-    assert cost.weight_bytes(lm.config, lm.dtype) == params
-    assert cost.weight_bytes(lm.config, torch.bfloat16) == params // 2
+    assert cost.weight_bytes(lm.config, lm.dtype) == cost.weight_bytes(lm) == params
+    assert cost.weight_bytes(lm.config, torch.bfloat16) == cost.weight_bytes(lm.config, torch.float32) // 2
 
 
 def test_batch_one_decode_is_about_one_flop_per_byte_in_16_bit(lm):
@@ -200,7 +199,7 @@ def test_batch_one_decode_is_about_one_flop_per_byte_in_16_bit(lm):
     assert one.kv_read_bytes == cost.kv_cache_bytes(lm.config, 64, 1, torch.bfloat16)
     eight = cost.decode_cost(lm.config, 64, 8, torch.bfloat16)
     assert 7 <= eight.intensity / one.intensity <= 8
-    assert cost.prefill_cost(lm.config, 512).intensity > 100 * cost.decode_cost(lm.config, 512).intensity
+    assert cost.prefill_cost(lm, 512).intensity > 100 * cost.decode_cost(lm, 512).intensity
 
 
 # ---- roofline ----------------------------------------------------------------------------------

@@ -177,7 +177,7 @@ def test_prefix_outlives_its_request_until_evicted():
 
 
 def test_paged_cache_reads_through_the_block_table(lm):
-    pool = PagedKVCache(lm.config, num_blocks=8, block_size=4)
+    pool = PagedKVCache(lm.config, num_blocks=8, block_size=4, dtype=lm.dtype, device=lm.device)
     ids = torch.randint(4, 101, (1, 10))
     table = [6, 2, 5]
     with torch.no_grad():

@@ -34,8 +34,9 @@ class Int8KVCache:
     """A contiguous cache (like teachllm.cache.KVCache, one row per sequence, no left padding) that
     stores K and V as int8 plus one scale per token and head. It implements the decoder's three calls."""
 
-    def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device = "cpu"):
+    def __init__(self, config: ModelConfig, max_len: int, batch_size: int = 1, *, dtype: torch.dtype,
+                 device: str | torch.device):
+        """dtype: what the keys and values are read back as (the model's, lm.dtype); device: the model's."""
         if max_len < 1 or batch_size < 1:
             raise ValueError(f"max_len and batch_size must be ≥ 1, got {max_len} and {batch_size}")
         self.config, self.max_len, self.dtype = config, max_len, dtype

@@ -40,8 +40,10 @@ from ..units import ceil_div
 
 
 class PagedKVCache:
-    def __init__(self, config: ModelConfig, num_blocks: int, block_size: int, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device = "cpu"):
+    def __init__(self, config: ModelConfig, num_blocks: int, block_size: int, *, dtype: torch.dtype,
+                 device: str | torch.device):
+        """The pool's dtype and device are asked for by name (`dtype=lm.dtype, device=lm.device`): the blocks must
+        live where the model that writes them does, in its dtype."""
         if num_blocks < 1 or block_size < 1:
             raise ValueError(f"num_blocks and block_size must be ≥ 1, got {num_blocks} and {block_size}")
         self.config = config
@@ -60,9 +62,11 @@ class PagedKVCache:
     def bytes_allocated(self) -> int:
         return self.k.nbytes + self.v.nbytes
 
-    def slots(self, block_table: list[int], positions: torch.Tensor) -> torch.Tensor:
-        """Pool slots of one sequence's tokens at `positions`: table[p // bs] · bs + p % bs."""
+    def slots(self, block_table: list[int], positions) -> torch.Tensor:
+        """Pool slots of one sequence's tokens at `positions` (a LongTensor or a list): table[p // bs] · bs + p % bs,
+        on the pool's device."""
         table = torch.tensor(block_table, dtype=torch.long, device=self.k.device)
+        positions = torch.as_tensor(positions, device=self.k.device)
         return table[positions // self.block_size] * self.block_size + positions % self.block_size
 
     def gather(self, layer: int, block_table: list[int], length: int) -> tuple[torch.Tensor, torch.Tensor]:

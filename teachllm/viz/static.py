@@ -25,6 +25,7 @@ import json
 import math
 
 import numpy as np
+import torch
 
 from ..inputs import env_flag
 from .figures import figure
@@ -146,7 +147,10 @@ class StaticForm:
 
 # ---- the distribution explorer: the real logits, for the page to process -------------------------------
 def float32_base64(values) -> str:
-    """A float32 vector as base64 of its little-endian bytes: 4 bytes a value, read back exactly."""
+    """A float32 vector (a list, an array or a tensor on any device) as base64 of its little-endian bytes: 4 bytes
+    a value, read back exactly."""
+    if isinstance(values, torch.Tensor):
+        values = values.detach().to("cpu", torch.float32).numpy()
     return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode("ascii")
 
 
