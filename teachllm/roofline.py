@@ -127,7 +127,10 @@ def measure_device(device: str | torch.device = "cpu", dtype: torch.dtype | None
     src = torch.empty(n_bytes, dtype=torch.uint8, device=device).random_()
     dst = torch.empty_like(src)
     bandwidth = 2 * n_bytes / timed(lambda: dst.copy_(src), device, reps=reps)
-    name = f"cuda ({torch.cuda.get_device_name(device)})" if gpu else f"cpu, {torch.get_num_threads()} threads"
+    if gpu:
+        name = f"cuda ({torch.cuda.get_device_name(device)})"
+    else:
+        name = f"cpu, {torch.get_num_threads()} threads" if device.type == "cpu" else str(device)
     return Device(name, peak, bandwidth, str(dtype).removeprefix("torch."), "measured")
 
 

@@ -24,10 +24,13 @@ Where the differences come from depends on the dtype:
   numbers. The float32 bounds are the ones the tests have always used; measured differences stay 2 to 10 times
   below them.
 
-Measured on the bundled model, cached against uncached logits over three prompts (tests/test_tolerances.py
-checks each bound against such a pair): float32 5.3e-5 (14 ulps at 32), float16 0.099 (3.2 ulps),
-bfloat16 0.75 (3 ulps). A bug (a wrong position, a stale cache slot, a missing layer) moves logits by whole
-units, far beyond every bound here.
+Measured on the bundled model, cached against uncached logits over three prompts: float32 5.3e-5 (14 ulps at
+32), float16 0.099 (3.2 ulps), bfloat16 0.75 (3 ulps); the tests' other comparisons (paged against contiguous,
+a batch against one row, teachllm against transformers) stay within the same bounds. tests/test_tolerances.py
+checks each bound against such a pair, and against the same pair with a bug planted (a wrong position, one
+stale key in one layer's cache), which must leave it. The 16-bit bounds are coarse by nature: in bfloat16 a
+logit near 32 is known to ±0.125, and the stale key moves the logits by 2.4, just past the bound of 2. The
+float32 checks are the fine-grained ones.
 
     tol = tl.tolerance(lm.dtype)
     assert (cached - uncached).abs().max() <= tol.logits
@@ -49,8 +52,9 @@ KINDS = {
     "probs": (1.0, 1e-4, 4),
     # the logits of one forward call (|logit| up to about 32) computed two ways
     "logits": (32.0, 1e-4, 8),
-    # logits after a prefill and several decode steps, against one uncached pass: more roundings in between
-    "steps": (32.0, 5e-4, 16),
+    # logits after a prefill and several decode steps, against one uncached pass: more roundings in between (in
+    # 16 bits the rounding of each result still dominates; a wider 16-bit bound would hide a stale cache slot)
+    "steps": (32.0, 5e-4, 8),
     # a sum of a few (up to 16) tokens' log-probabilities (|sum| up to about 16) computed two ways
     "logprob": (16.0, 1e-3, 8),
 }

@@ -45,15 +45,52 @@ def pytest_report_header(config):
 
 
 # The device and dtype of the bundled model in the tests: the CPU in float32 unless TEACHLLM_DEVICE /
-# TEACHLLM_DTYPE say otherwise (`make test-accelerator` runs the parity tests on a GPU, in float32).
+# TEACHLLM_DTYPE say otherwise (`make gpu-check` runs the engine's tests on a GPU in float32 and bfloat16;
+# TEACHLLM_DEVICE=second runs them on the emulated second device of tests/second_device.py).
 DEVICE = os.environ.get("TEACHLLM_DEVICE", "cpu")
 DTYPE = os.environ.get("TEACHLLM_DTYPE", "float32")
+if DEVICE == "second":  # the emulated second device (tests/second_device.py): device bugs show as on a GPU
+    import second_device  # noqa: E402
+
+    second_device.install()
 
 
 @pytest.fixture(scope="session")
 def lm():
     """The bundled SmolLM2-135M-Instruct in teachllm (float32 on the CPU unless pinned otherwise)."""
     return tl.load(device=DEVICE, dtype=DTYPE, progress=False)
+
+
+@pytest.fixture(scope="session")
+def lm32(lm):
+    """The bundled model on the CPU in float32, as the committed notebooks, their widgets' saved forms and the quiz
+    keys were computed: `lm` itself unless the tests run on another device or dtype."""
+    if lm.device.type == "cpu" and lm.dtype == torch.float32:
+        return lm
+    return tl.load(device="cpu", dtype="float32", progress=False)
+
+
+@pytest.fixture(scope="session")
+def tol(lm):
+    """How far two computations of the same numbers may differ in the model's dtype (teachllm.tolerances): the
+    float32 bounds the tests have always used, and bounds argued from 16-bit precision in bfloat16 and float16."""
+    return tl.tolerance(lm.dtype)
+
+
+def agreeing_until_a_near_tie(lm, prompt_ids, want, got, bound) -> bool:
+    """Two greedy runs of the same prompt (token lists) agree, or part at a near-tie: a step where the model's
+    own logits for the two tokens are within twice `bound` of each other, which rounding may tip either way
+    (bfloat16 keeps 8 bits); after it the texts go their own ways. Checked against an uncached pass."""
+    n = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), None)
+    if n is None:
+        return len(want) == len(got)
+    logits = lm.forward(list(prompt_ids) + list(want[:n]))[0, -1].float()  # [V] where they part
+    return float(logits[want[n]] - logits[got[n]]) <= 2 * bound
+
+
+@pytest.fixture(scope="session")
+def agree_until_a_near_tie():
+    return agreeing_until_a_near_tie
 
 
 @pytest.fixture(scope="session")

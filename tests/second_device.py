@@ -137,6 +137,9 @@ MIXING = {"index", "index_put", "index_put_", "_index_put_impl_", "copy_", "_to_
 def _check(func, args, kwargs) -> None:
     leaves = tree_leaves((args, kwargs))
     name = func.overloadpacket.__name__
+    if name.startswith(("index", "_index")) and args and not on_device(args[0]):  # device indices into a CPU tensor
+        raise RuntimeError(f"indices should be either on cpu or on the same device as the indexed tensor (cpu) "
+                           f"(when checking argument for {name})")
     if name not in MIXING:
         for x in leaves:
             if isinstance(x, torch.Tensor) and not on_device(x) and x.dim() > 0:
@@ -221,6 +224,8 @@ def emulated():
 def move(lm):
     """Move a LanguageModel loaded on the CPU to the second device, in place (inside `emulated()`); returns it."""
     lm.model.to(DEVICE)
+    if lm.config.tie_word_embeddings:  # .to() gives each module its own wrapped copy: tie them again, as on a GPU
+        lm.model.lm_head.weight = lm.model.embed_tokens.weight
     return lm
 
 

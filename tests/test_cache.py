@@ -14,16 +14,16 @@ def formula_bytes(config, n_tokens, batch, element_size):
 
 
 def test_allocated_and_used_bytes_follow_the_formula(lm):
-    c = lm.config
+    c, size = lm.config, lm.dtype.itemsize  # 4 bytes an element in float32, 2 in bfloat16
     cache = lm.new_cache(max_len=100, batch_size=2)
-    assert cache.bytes_allocated == formula_bytes(c, 100, 2, 4)
+    assert cache.bytes_allocated == formula_bytes(c, 100, 2, size)
     assert cache.bytes_used == 0
     lm.prefill(torch.zeros(2, 7, dtype=torch.long), cache)
     lm.decode_step([5, 6], cache)
     assert cache.length == 8
-    assert cache.bytes_used == formula_bytes(c, 8, 2, 4)
-    # SmolLM2-135M: 2 · 30 layers · 3 KV heads · 64 dims · 4 bytes = 46,080 bytes per token
-    assert cache.bytes_per_token == 2 * 30 * 3 * 64 * 4
+    assert cache.bytes_used == formula_bytes(c, 8, 2, size)
+    # SmolLM2-135M: 2 · 30 layers · 3 KV heads · 64 dims · 4 bytes = 46,080 bytes per token in float32
+    assert cache.bytes_per_token == 2 * 30 * 3 * 64 * size
 
 
 def test_the_cache_holds_what_each_layer_computed(lm):

@@ -285,3 +285,19 @@ def test_bench_smoke_on_a_tiny_random_model(tmp_path):
     assert [r["batch_size"] for r in report["batch_decode"]] == [1, 2]
     assert {"tokens_per_s", "ratio_to_batch_1", "predicted_ratio"} <= set(report["batch_decode"][1])
     assert "teachllm ÷ transformers" in bench.format_report(report)
+
+
+@pytest.mark.parametrize("op", ["_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+                                "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention"])
+def test_the_flop_counter_counts_every_fused_attention_kernel_with_grouped_query_heads(lm, op):
+    """cost.flop_counter() gives each fused kernel (the CPU's, and the three a GPU may pick) the count of
+    layer_flops' qk + pv, for grouped-query shapes too: 9 query heads on 3 KV heads, as the bundled model has.
+    The formula is called as the counter calls it, on the shapes of meta tensors (no GPU needed)."""
+    if not hasattr(torch.ops.aten, op):
+        pytest.skip(f"this torch has no {op}")  # the four exist from torch 2.5 on
+    c, s, T = lm.config, 7, 20
+    q = torch.empty(2, c.n_heads, s, c.head_dim, device="meta")
+    k = v = torch.empty(2, c.n_kv_heads, T, c.head_dim, device="meta")
+    formula = cost.flop_counter().flop_registry[getattr(torch.ops.aten, op)]
+    per_layer = cost.layer_flops(c, s, T, batch_size=2)
+    assert formula(q, k, v, None, out_val=None) == per_layer["qk"] + per_layer["pv"]

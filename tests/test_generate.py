@@ -161,16 +161,18 @@ def test_seeded_sampling_is_reproducible(lm, prompts):
     assert other.token_ids != a.token_ids
 
 
-def test_logprobs_are_the_models_log_probabilities(lm, prompts):
+def test_logprobs_are_the_models_log_probabilities(lm, prompts, tol):
     out = lm.generate(prompts[0], SamplingParams(temperature=0, max_tokens=5, logprobs=3))
     ids = out.prompt_token_ids + out.token_ids
-    logp = torch.log_softmax(lm.forward(ids)[0], dim=-1)  # [S, V], uncached
+    logp = torch.log_softmax(lm.forward(ids)[0].float(), dim=-1)  # [S, V], uncached
     for step, entry in enumerate(out.logprobs):
         row = logp[len(out.prompt_token_ids) - 1 + step]
         top = torch.topk(row, 3)
-        assert set(entry) >= set(top.indices.tolist())
+        third = sorted(entry.values())[-3]  # the 3rd best the step reported
+        for token, value in zip(top.indices.tolist(), top.values.tolist(), strict=True):
+            assert token in entry or value - third <= 2 * tol.logprob  # the top 3, up to a near-tie in 16 bits
         for token, value in entry.items():
-            assert abs(value - row[token].item()) < 1e-3
+            assert abs(value - row[token].item()) < tol.logprob
         assert out.token_ids[step] in entry
 
 

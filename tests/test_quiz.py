@@ -11,10 +11,8 @@
 import json
 
 import pytest
-import torch
 import yaml
 
-import teachllm as tl
 from teachllm import quiz
 from teachllm.viz import Quiz, set_language
 from teachllm.viz.language import language
@@ -51,11 +49,10 @@ def test_every_guide_question_is_a_quiz_item():
 
 
 @pytest.mark.floating
-def test_keys_json_is_what_the_engine_computes(lm):
+def test_keys_json_is_what_the_engine_computes(lm32):
     """Recompute every key on the bundled model, as `python -m teachllm.quiz build` does: on the CPU in float32,
     whatever device the other tests use. Token ids and counts exactly, probabilities within 1e-6."""
-    on_cpu = lm.device.type == "cpu" and lm.dtype == torch.float32
-    fresh = quiz.compute_all(quiz.chapters(), lm if on_cpu else tl.load(device="cpu", dtype="float32", progress=False))
+    fresh = quiz.compute_all(quiz.chapters(), lm32)
     assert quiz.differences(quiz.read_keys(), fresh) == []
 
 

@@ -229,7 +229,7 @@ def test_seeded_sampling_is_reproducible():
 
 
 def test_empirical_frequencies_pass_a_chi_square_test():
-    from scipy.stats import chisquare
+    chisquare = pytest.importorskip("scipy.stats").chisquare  # the reference (not on a bare GPU machine)
 
     x = random_logits(batch=1, seed=3)
     params = SamplingParams(temperature=0.8, top_k=12, top_p=0.95)

@@ -96,6 +96,8 @@ def test_the_second_device_refuses_what_cuda_refuses(dev):
         torch.cat([x, torch.ones(3)])  # a CPU tensor meeting a device one
     assert float((x + torch.tensor(2.0)).sum()) == 9  # a 0-dimensional CPU tensor is a scalar, as on CUDA
     assert x[torch.tensor([0, 2])].tolist() == [1, 1]  # and a CPU index may index a device tensor
+    with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same device"):
+        torch.ones(3)[torch.tensor([0, 2], device=dev.device)]  # but not the other way round
     with pytest.raises(TypeError, match="numpy"):
         x.numpy()
     with pytest.raises(RuntimeError, match="Expected a .second. device type for generator but found .cpu."):

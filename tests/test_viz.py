@@ -15,7 +15,6 @@ import pytest
 pytest.importorskip("plotly")  # before anything that imports teachllm.viz
 pytest.importorskip("ipywidgets")
 import torch
-from scipy.stats import entropy
 from transformers import TopPLogitsWarper
 
 import teachllm as tl
@@ -75,8 +74,9 @@ def test_bars_are_the_probabilities_process_logits_gives(lm, prompt_ids, logits,
     assert list(fig.data[1].y) == pytest.approx(probs[ids].tolist(), abs=1e-6)  # after
     assert d.kept == processed[ids].isfinite().tolist()
     assert d.n_kept == int(processed.isfinite().sum())
-    assert d.entropy_after == pytest.approx(entropy(probs.double().numpy(), base=2), abs=1e-4)
-    assert d.entropy_before == pytest.approx(entropy(logits.softmax(-1).double().numpy(), base=2), abs=1e-4)
+    entropy = pytest.importorskip("scipy.stats").entropy  # the reference (not on a bare GPU machine)
+    assert d.entropy_after == pytest.approx(entropy(probs.cpu().double().numpy(), base=2), abs=1e-4)
+    assert d.entropy_before == pytest.approx(entropy(logits.softmax(-1).cpu().double().numpy(), base=2), abs=1e-4)
     # the bars are the most likely tokens, most likely first
     assert d.after == sorted(d.after, reverse=True)
     assert set(d.token_ids[: min(d.n_kept, 25)]) == set(torch.topk(processed, min(d.n_kept, 25)).indices.tolist())
@@ -107,8 +107,9 @@ def test_sampling_with_a_seed_is_repeatable_and_lands_on_a_kept_token(logits, pr
     params = tl.SamplingParams(temperature=1.5, top_k=20)
     draws = [data.sample_token(logits, params, seed) for seed in range(8)]
     assert draws == [data.sample_token(logits, params, seed) for seed in range(8)]
-    top20 = torch.topk(logits, 20).indices.tolist()
-    assert all(token in top20 and rank == top20.index(token) for token, rank in draws)
+    top20 = torch.topk(logits, 20)
+    for token, rank in draws:  # one of the 20 most likely, and its rank counts the tokens above it (ties share one)
+        assert logits[token] >= top20.values[-1] and rank == int((logits > logits[token]).sum())
     d = data.distribution(logits, params, prompt_ids)
     d.chosen, d.chosen_rank = draws[0]
     star = figures.distribution_figure(d).data[4]
@@ -147,7 +148,8 @@ def test_distribution_explorer_updates_its_figure_in_place(lm):
     assert view.figure.data[1] is bars  # the same trace, new values
     expected = process_logits(view.logits, view.params(), view.prompt_ids, []).softmax(-1)
     assert list(bars.y) == pytest.approx(expected[view.compute().token_ids].tolist(), abs=1e-6)
-    assert sum(y > 0 for y in bars.y) == 10
+    kept = view.compute().n_kept  # top-k = 10 keeps 10 tokens, and in bfloat16 any that tie exactly with the 10th
+    assert sum(y > 0 for y in bars.y) == kept and (kept == 10 or lm.dtype != torch.float32)
     view.preset.value = "chat"
     assert (view.temperature.value, view.top_k.value, view.top_p.value) == (0.8, 40, 0.9)
     view.sample_button.click()
@@ -218,7 +220,8 @@ def test_cache_plot_bytes_are_the_caches_own_count_and_the_formula(lm, prompt_id
     fig = figures.cache_growth_figure(points)
     measured, formula, alloc, layer_used, layer_free = fig.data
     assert list(measured.y) == used
-    assert list(formula.y) == [2 * c.n_layers * c.n_kv_heads * c.head_dim * n * 4 for n in lengths]  # float32
+    size = lm.dtype.itemsize  # bytes per element: 4 in float32
+    assert list(formula.y) == [2 * c.n_layers * c.n_kv_heads * c.head_dim * n * size for n in lengths]
     assert list(formula.y) == used  # the cache holds exactly what the formula says
     assert list(alloc.y) == allocated
     assert sum(layer_used.y) == used[-1] and sum(layer_used.y) + sum(layer_free.y) == allocated[-1]
@@ -253,7 +256,8 @@ def test_step_through_reproduces_generate(lm):
     n = len(lm.tokenizer.encode("The sky is"))
     assert [r.cache_length for r in records] == [n + i for i in range(5)]
     for r in records:  # candidates are the processed distribution's most likely tokens; greedy takes the first
-        assert r.candidates[0][0] == r.token and r.candidates[0][2] >= r.candidates[1][2]
+        probs = {token: p for token, _, p in r.candidates}  # (in bfloat16 two may tie exactly: either is first)
+        assert probs[r.token] == r.candidates[0][2] and r.candidates[0][2] >= r.candidates[1][2]
     assert list(view.figure.data[0].x)[0] == round(records[-1].candidates[0][2], 6)
 
 

@@ -15,22 +15,23 @@ def next_after_italy(lm):
 
 def cache_bytes_per_token(lm):
     cfg = lm.config
-    return {"answer": tl.cost.kv_cache_bytes(cfg, 1), "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
+    return {"answer": tl.cost.kv_cache_bytes(cfg, 1, dtype="float32"), "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
             "n_kv_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim}
 
 
 def cache_full_context(lm):
     cfg = lm.config
-    full = tl.cost.kv_cache_bytes(cfg, cfg.max_position_embeddings)
+    full = tl.cost.kv_cache_bytes(cfg, cfg.max_position_embeddings, dtype="float32")
     return {"answer": round(full / 1e6, 1), "n_tokens": cfg.max_position_embeddings,
-            "per_token": tl.cost.kv_cache_bytes(cfg, 1), "weights_mb": round(tl.cost.weight_bytes(cfg) / 1e6, 1)}
+            "per_token": tl.cost.kv_cache_bytes(cfg, 1, dtype="float32"),
+            "weights_mb": round(tl.cost.weight_bytes(cfg, dtype="float32") / 1e6, 1)}
 
 
 def mha_cache_ratio(lm):
     cfg = lm.config
     mha = dataclasses.replace(cfg, n_kv_heads=cfg.n_heads)  # one KV head per query head
-    return {"answer": tl.cost.kv_cache_bytes(mha, 1) // tl.cost.kv_cache_bytes(cfg, 1), "n_heads": cfg.n_heads,
-            "n_kv_heads": cfg.n_kv_heads}
+    ratio = tl.cost.kv_cache_bytes(mha, 1, dtype="float32") // tl.cost.kv_cache_bytes(cfg, 1, dtype="float32")
+    return {"answer": ratio, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads}
 
 
 def cache_bytes_after_steps(lm):

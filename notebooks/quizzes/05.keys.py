@@ -22,7 +22,7 @@ def decode_step_mflops(lm):
 def decode_intensity(lm):
     cfg = lm.config
     T = len(lm.tokenizer.encode(PROMPT)) + 1
-    step, prefill = tl.cost.decode_cost(cfg, T), tl.cost.prefill_cost(cfg, T - 1)
+    step, prefill = tl.cost.decode_cost(cfg, T, dtype="float32"), tl.cost.prefill_cost(cfg, T - 1, dtype="float32")
     return {"answer": round(step.intensity, 2), "T": T, "mb": round(step.bytes / 1e6, 1),
             "gflop": round(step.flops / 1e9, 2), "prefill_intensity": round(prefill.intensity, 1), "S": T - 1}
 

@@ -21,7 +21,7 @@ def sixteen_twice(lm):
 
 def token_slot(lm):
     import torch
-    pool = PagedKVCache(lm.config, num_blocks=8, block_size=4)
+    pool = PagedKVCache(lm.config, num_blocks=8, block_size=4, dtype=lm.dtype, device=lm.device)
     return {"answer": int(pool.slots([5, 2, 7], torch.tensor([9]))[0])}
 
 
@@ -49,5 +49,6 @@ def paged_blocks(lm):
 
 def kv_bytes_per_token(lm):
     c = lm.config
-    return {"answer": tl.cost.kv_cache_bytes(c, n_tokens=1), "n_layers": c.n_layers, "n_kv": c.n_kv_heads,
+    return {"answer": tl.cost.kv_cache_bytes(c, n_tokens=1, dtype="float32"), "n_layers": c.n_layers,
+            "n_kv": c.n_kv_heads,
             "d": c.head_dim}

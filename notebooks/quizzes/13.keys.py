@@ -32,5 +32,6 @@ def expected_tokens(lm):
 
 def int8_bytes(lm):
     c = lm.config
-    return {"answer": Int8KVCache(c, max_len=1).bytes_per_token, "float32": tl.cost.kv_cache_bytes(c, 1),
+    return {"answer": Int8KVCache(c, max_len=1, dtype=lm.dtype, device=lm.device).bytes_per_token,
+            "float32": tl.cost.kv_cache_bytes(c, 1, dtype="float32"),
             "n_layers": c.n_layers, "n_kv": c.n_kv_heads, "d": c.head_dim}

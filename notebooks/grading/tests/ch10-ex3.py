@@ -57,7 +57,8 @@ def test_against_the_engine_bytes_model(env):
 @test_case(points=0.5, hidden=True)
 def test_which_step_grows(env):
     cfg = bundled_config(env)
-    grows = {b: cost.decode_cost(cfg, 2048, batch_size=b).bytes / cost.decode_cost(cfg, 64, batch_size=b).bytes
+    grows = {b: cost.decode_cost(cfg, 2048, batch_size=b, dtype="float32").bytes
+             / cost.decode_cost(cfg, 64, batch_size=b, dtype="float32").bytes
              for b in (1, 16)}
     assert env.get("step_grows_with_context") == max(grows, key=grows.get), say(
         "step_grows_with_context is wrong: which batch's bytes per step grow most from 64 to 2,048 tokens?",
