@@ -32,6 +32,7 @@ viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, noth
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
+tol = tl.tolerance(lm.dtype)  # how far two computations of the same numbers may differ in this dtype
 cfg = lm.config
 n_h, n_kv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_groups
 
@@ -233,7 +234,7 @@ full_trace = tl.Trace()
 lm.forward(capture.token_ids, trace=full_trace)
 for i, layer_probs in enumerate(capture.probs):  # [n_h, N, N] per layer, NaN where masked
     shown = ~layer_probs.isnan()
-    assert torch.allclose(layer_probs[shown], full_trace.layers[i].probs[0].cpu()[shown], atol=1e-4)
+    assert torch.allclose(layer_probs[shown], full_trace.layers[i].probs[0].float().cpu()[shown], atol=tol.probs)
 print(f"{len(capture.token_ids)} rows (12 prefill + 6 decode) = the uncached forward's attention, in all "
       f"{cfg.n_layers} layers")
 
@@ -279,16 +280,17 @@ StepThrough(lm, prompt, params)
 
 # %%
 print(f"{'call':<28}{'tokens':>7}{'GFLOP':>8}{'MB moved':>10}{'FLOP/byte':>11}")
-for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(cfg, S)),
-                ("decode step, T = 13", tl.cost.decode_cost(cfg, S + 1)),
-                ("prefill, 512-token prompt", tl.cost.prefill_cost(cfg, 512)),
-                ("decode step, T = 513", tl.cost.decode_cost(cfg, 513))):
+for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(lm, S)),  # lm: bytes in the model's dtype
+                ("decode step, T = 13", tl.cost.decode_cost(lm, S + 1)),
+                ("prefill, 512-token prompt", tl.cost.prefill_cost(lm, 512)),
+                ("decode step, T = 513", tl.cost.decode_cost(lm, 513))):
     tokens = c.length if c.phase == "prefill" else 1
     print(f"{name:<28}{tokens:>7}{c.flops / 1e9:>8.2f}{c.bytes / 1e6:>10.1f}{c.intensity:>11.1f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# A decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP: about one
-# FLOP for every two bytes. Prefill does the same weight reading for every token of the prompt at once.
+# In float32 a decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP:
+# about one FLOP for every two bytes (in bfloat16, as on a GPU, half the bytes: one FLOP per byte). Prefill
+# does the same weight reading for every token of the prompt at once.
 # That is why the course notes call prefill compute-bound and decode memory-bound; chapter 10 measures both
 # on a roofline.
 #

@@ -343,7 +343,7 @@ print(" → ".join(type(p).__name__ for p in hf_processors))
 # result as transformers' own list:
 
 # %%
-hf_out = hf_processors(torch.tensor([open_ids]), open_[None].clone())[0]  # [V]
+hf_out = hf_processors(torch.tensor([open_ids], device=lm.device), open_[None].clone())[0]  # [V]
 ours = sampling.process_logits(open_, tl.SamplingParams(**settings), open_ids, [])  # [V]
 assert torch.equal(hf_out.isfinite(), ours.isfinite())
 assert torch.allclose(hf_out[ours.isfinite()], ours[ours.isfinite()], atol=1e-5)
@@ -476,7 +476,7 @@ brainstorm_scores = {}
 for T in (0.7, 1.0, 1.3, 1.5, 2.0):
     out = lm.generate(idea_ids, tl.SamplingParams(temperature=T, top_p=0.98, top_k=100, seed=0, max_tokens=24))
     logp = lm.forward(idea_ids + out.token_ids)[0, len(idea_ids) - 1:-1].log_softmax(-1)  # [n, V] at T = 1
-    brainstorm_scores[T] = float(logp.gather(-1, torch.tensor(out.token_ids)[:, None]).mean())
+    brainstorm_scores[T] = float(logp.gather(-1, torch.tensor(out.token_ids, device=lm.device)[:, None]).mean())
     print(f"{T:>4}{brainstorm_scores[T]:>11.2f}  {out.text!r}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

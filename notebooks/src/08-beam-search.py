@@ -28,6 +28,7 @@ viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, noth
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
+tol = tl.tolerance(lm.dtype)  # how far two computations of the same numbers may differ in this dtype
 
 
 def token_logprobs(prompt_ids, output_ids):
@@ -108,7 +109,7 @@ for step in steps:
 for step in steps[:-1]:
     beam = step.running[0]
     by_hand = sum(token_logprobs(prompt_ids, beam.token_ids))
-    assert abs(by_hand - beam.score) < 1e-3, (by_hand, beam.score)
+    assert abs(by_hand - beam.score) < tol.logprob, (by_hand, beam.score)
 print("every best beam's score = the sum of its tokens' log-probabilities")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -169,7 +170,7 @@ for lp in (0.0, 1.0, 2.0):
     for hyp in last.finished:
         total = sum(token_logprobs(chat_ids, hyp.token_ids))
         length = len(hyp.token_ids)
-        assert abs(total / length ** lp - hyp.score) < 1e-3  # the score is the formula above
+        assert abs(total / length ** lp - hyp.score) < tol.logprob  # the score is the formula above
         finished[tuple(hyp.token_ids)] = total
         print(f"   score {hyp.score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   "
               f"{tok.decode(hyp.token_ids, skip_special_tokens=True)!r}")

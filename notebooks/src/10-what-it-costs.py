@@ -276,14 +276,17 @@ for op in ("gate_proj", "up_proj", "down_proj"):
 #   SwiGLU, the residual additions and the embedding lookup all count 0. They cost a few operations per
 #   element of $[s, h]$ or $[n_h, s, T]$ tensors, which is small next to 2 FLOPs per weight per token, but it
 #   is not zero, and these operations read and write memory.
-# - It counts only the kernels it knows. Without a `Trace`, teachllm runs attention with PyTorch's fused
-#   `scaled_dot_product_attention`, and on this CPU build the counter sees nothing of it:
+# - It counts only the kernels it has a formula for. Without a `Trace`, teachllm runs attention with PyTorch's
+#   fused `scaled_dot_product_attention`. PyTorch has no formula for the CPU's fused kernel (it counts 0 there),
+#   and the torch 2.11 of our GPU machine has one for the GPU's kernels that refuses grouped-query heads.
+#   `cost.flop_counter()` is the same counter with a formula for every fused attention kernel, so the fast
+#   path counts the same on any device:
 
 # %%
-with FlopCounterMode(display=False) as counter:
+with cost.flop_counter() as counter:  # FlopCounterMode, with fused attention counted on every device
     lm.prefill(chat_ids, lm.new_cache(max_len=37))  # the fast path: fused attention
-print(f"fast path counted: {counter.get_total_flops():,}")
-print(f"teachllm.cost without attention: {prefill_37.total - prefill_37.attention:,}")
+assert counter.get_total_flops() == prefill_37.total
+print(f"fast path counted: {counter.get_total_flops():,} = teachllm.cost {prefill_37.total:,}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The same check for one decode step, after the prompt: one query against 38 keys.
@@ -693,16 +696,25 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 # float32. `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly, through PyTorch's
 # packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.quant`.
 # `kernel="int4"` asks for that kernel on every machine, so that the numbers below are the same everywhere;
-# which kernel is fastest depends on the CPU (the end of this section):
+# which kernel is fastest depends on the CPU (the end of this section).
+#
+# These kernels are CPU kernels: `weights="gguf"` always runs on the CPU, in float32 around the packed
+# matrices. So this whole section runs on the CPU, and compares the 4-bit model with float32 and bfloat16
+# models on the CPU too, whatever device the rest of the chapter uses (on a GPU machine, a float32 copy is
+# loaded for it):
 
 # %%
-qlm = tl.load(weights="gguf", kernel="int4")  # the same file, its matrices kept in 4 and 8 bits
+qlm = tl.load(weights="gguf", kernel="int4", device="cpu", dtype="float32")  # the file's own 4 and 8 bits
+on_cpu = lm.device.type == "cpu" and lm.dtype == torch.float32
+lm32 = lm if on_cpu else tl.load(device="cpu", dtype="float32")  # the float32 reference, beside the 4-bit model
+print(f"4-bit model on {qlm.device}; float32 reference on {lm32.device}"
+      + ("" if on_cpu else f" (this chapter's model runs on {lm.device} in {lm.dtype})"))
 gate = qlm.model.layers[0].mlp.gate_proj
 print(gate)
 print("row 0, block 0: q =", gate.q[0, :32].tolist())
 print(f"                d = {float(gate.d[0, 0]):.6g}, m = {float(gate.m[0, 0]):.6g}")
 print("dequantize() equals tl.load()'s float32 weight:",
-      torch.equal(gate.dequantize(), lm.model.layers[0].mlp.gate_proj.weight))
+      torch.equal(gate.dequantize(), lm32.model.layers[0].mlp.gate_proj.weight))
 print(qlm.model.lm_head)
 print(f"bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {(32 * 4 + 2 * 16) / 32}, "
       f"Q8_0 (32 × 8 bits + one float16) / 32 = {(32 * 8 + 16) / 32}")
@@ -732,40 +744,41 @@ for name, b in step_bytes.items():
     print(f"{name:<20}{b / 1e6:8.1f} MB per step   {step_bytes['float32'] / b:4.1f}× fewer than float32")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# A memory-bound step takes at least $\text{bytes} / \text{bandwidth}$, so the roofline (with the bandwidth
-# measured in 10.8) predicts a decode rate (tokens per second, $1 / \text{TPOT}$) of
+# A memory-bound step takes at least $\text{bytes} / \text{bandwidth}$, so the roofline (with the CPU's bandwidth,
+# measured in 10.8 when the chapter runs on the CPU) predicts a decode rate (tokens per second, $1 / \text{TPOT}$) of
 # $\text{bandwidth} / \text{bytes per step}$. Now the measurement:
-# greedy decode of 16 tokens after a short prompt, for float32, bfloat16 (`tl.load(dtype="bfloat16")`) and the
-# file's own blocks, the three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds). They run on
+# greedy decode of 16 tokens after a short prompt, for float32, bfloat16 (`tl.load(device="cpu", dtype="bfloat16")`)
+# and the file's own blocks, the three runs taking turns (`teachllm.bench.greedy_speeds`; a few seconds). They run on
 # one thread: each of the 4-bit kernel's calls is tiny, and on a busy machine threads that wait for each other
 # cost more than they gain:
 
 # %% tags=["nbval-ignore-output"]
 from teachllm.bench import QUALITY_PROMPTS, greedy_speeds, quality, teachllm_greedy  # noqa: E402
 
-lm16 = tl.load(dtype="bfloat16")
-models = {"float32": lm, "bfloat16": lm16, "4-bit (this file)": qlm}
+lm16 = tl.load(device="cpu", dtype="bfloat16")
+models = {"float32": lm32, "bfloat16": lm16, "4-bit (this file)": qlm}  # all three on the CPU
+cpu = device if on_cpu else roofline.measure_device("cpu", torch.float32)  # the CPU's roofs
 ids = tok.encode("The history of the printing press begins")
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 speeds = greedy_speeds({name: (lambda k, m=m: teachllm_greedy(m, ids, k)) for name, m in models.items()}, 16, 2)
 torch.set_num_threads(threads)
-flops = cost.decode_cost(config, T).flops  # FLOPs of one step: the same in every precision
+flops = cost.decode_flops(config, T).total  # FLOPs of one step: the same in every precision
 print(f"{'':<20}{'MB/step':>8}{'roofline decode rate':>21}{'measured':>10}{'× float32':>11}{'× bandwidth':>13}")
 rows = []
 for name, b in step_bytes.items():
-    predicted = device.bandwidth / b
+    predicted = cpu.bandwidth / b
     measured = speeds[name]["decode_tokens_per_s"] if name in speeds else None
     rows.append(dict(name=name, intensity=flops / b, predicted_flops=flops * predicted,
                      measured_flops=flops * measured if measured else None))
     if measured:
         print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>21.1f}{measured:>10.1f}"
-              f"{measured / speeds['float32']['decode_tokens_per_s']:>11.2f}{b * measured / device.bandwidth:>13.2f}")
+              f"{measured / speeds['float32']['decode_tokens_per_s']:>11.2f}{b * measured / cpu.bandwidth:>13.2f}")
     else:
         print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>21.1f}{'—':>10}")
 
 # %% tags=["nbval-ignore-output"]
-viz.figures.precision_roofline_figure(device, rows)
+viz.figures.precision_roofline_figure(cpu, rows)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Open circles are where the roof puts each precision, dots where it landed. All of them sit far left of
@@ -786,7 +799,7 @@ viz.figures.precision_roofline_figure(device, rows)
 print(f"{'':<20}{'max |Δlogit|':>13}{'mean KL':>10}{'ppl English':>13}{'ppl Chinese':>13}")
 losses = {}
 for name in ("bfloat16", "4-bit (this file)"):
-    q = losses[name] = quality(models[name].forward, lm.forward, tok)
+    q = losses[name] = quality(models[name].forward, lm32.forward, tok)
     print(f"{name:<20}{q['max_abs_logit_diff']:>13.2f}{q['mean_kl']:>10.1e}{q['ppl_english']:>13.2f}"
           f"{q['ppl_chinese']:>13.2f}")
 print(f"{'float32':<20}{0:>13.2f}{0:>10.1e}{q['ppl_english_float32']:>13.2f}{q['ppl_chinese_float32']:>13.2f}")
@@ -831,7 +844,7 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # kernel. A laptop may choose differently; run the cell there.
 
 # %% tags=["nbval-ignore-output"]
-auto = tl.load(weights="gguf")  # kernel="auto": measured once on this machine, then read from the cache
+auto = tl.load(weights="gguf", device="cpu", dtype="float32")  # kernel="auto": measured once here, then cached
 print(auto.describe())
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -933,7 +946,7 @@ for name, row in speeds.items():
 #   half the MLP and half of attention: the exact count is 13.5 TFLOPs, about 2 FLOPs per parameter per token.
 # - The real model differs from the textbook: GQA shrinks K and V, SwiGLU adds a matrix, $f \neq 4h$, and the
 #   LM head sits outside the layers. `FlopCounterMode` on a traced prefill agrees with `teachllm.cost` to
-#   the FLOP. It counts matmuls only, and not the fused attention kernel on this CPU.
+#   the FLOP. It counts matmuls only; `cost.flop_counter()` adds the fused attention kernels it misses.
 # - Attention is about 1% of prefill at 37 tokens and 9% at 300.
 # - Prefill and decode read the same weights. Prefill does $s$ tokens of work with them, decode one, so
 #   decode does 0.5 FLOP/byte in float32 (about 1 in bfloat16) and is memory-bound. Prefill, with a long

@@ -48,7 +48,7 @@ llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size
 print(f"Llama-2-7B: {llama2_7b.n_params / 1e9:.2f} B parameters, "
       f"{tl.cost.weight_bytes(llama2_7b, 'float16') / 1e9:.1f} GB of weights in float16")
 print(f"SmolLM2-135M: {lm.config.n_params / 1e6:.1f} M parameters, "
-      f"{tl.cost.weight_bytes(lm.config, 'float32') / 1e6:.0f} MB of weights in float32 (what runs here)")
+      f"{tl.cost.weight_bytes(lm) / 1e6:.0f} MB of weights in {str(lm.dtype).removeprefix('torch.')} (what runs here)")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # One decode step at a context of 33 tokens, for growing batches (`tl.cost.decode_cost`: FLOPs of the matrix
@@ -57,9 +57,9 @@ print(f"SmolLM2-135M: {lm.config.n_params / 1e6:.1f} M parameters, "
 # %%
 print(f"{'batch':>5} {'GFLOP':>7} {'MB moved':>9} {'FLOP/byte':>10} {'MB of weights per token':>24}")
 for b in (1, 2, 4, 8, 16, 32):
-    c = tl.cost.decode_cost(lm.config, context_len=33, batch_size=b)
+    c = tl.cost.decode_cost(lm, context_len=33, batch_size=b)  # lm: bytes in the model's own dtype
     print(f"{b:>5} {c.flops / 1e9:>7.3f} {c.bytes / 1e6:>9.1f} {c.intensity:>10.2f} {c.weight_bytes / b / 1e6:>24.1f}")
-flops_per_weight = tl.cost.decode_cost(lm.config, context_len=33).flops / lm.config.n_params
+flops_per_weight = tl.cost.decode_flops(lm, context_len=33).total / lm.config.n_params
 print(f"batch 1: {flops_per_weight:.2f} FLOPs per weight")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -104,7 +104,7 @@ for r in rows:
 head = lm.model.lm_head.weight  # [V, h], as nn.Linear stores it
 assert tuple(head.shape) == (49152, 576)
 for n_rows in (1, 2, 8):
-    x = torch.randn(n_rows, lm.config.hidden_size, device=lm.device)  # [n_rows, h]
+    x = torch.randn(n_rows, lm.config.hidden_size, device=lm.device, dtype=lm.dtype)  # [n_rows, h]
     seconds = min(tl.timing.timed(lambda x=x: torch.nn.functional.linear(x, head), lm.device, reps=1)
                   for _ in range(10))
     print(f"{n_rows} row(s) × LM head: {seconds * 1e3:5.1f} ms ({n_rows / seconds:,.0f} rows/s)")

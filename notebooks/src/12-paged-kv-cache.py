@@ -42,7 +42,8 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # steadier timings on a shared or busy machine (remove it to use every core)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
-per_token = tl.cost.kv_cache_bytes(lm.config, n_tokens=1)  # 2 · L · n_kv · d · 4 bytes (float32)
+tol = tl.tolerance(lm.dtype)  # how far two computations of the same numbers may differ in this dtype
+per_token = tl.cost.kv_cache_bytes(lm, n_tokens=1)  # 2 · L · n_kv · d · bytes per element (4 in float32)
 print(f"K and V of one token: {per_token:,} bytes ({per_token / 1024:.0f} KiB)")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -132,7 +133,7 @@ print(f"paged, 16-slot blocks: {free_blocks} free blocks, at most {blocks_needed
 # finishes and frees its blocks; request 2 (10 tokens) arrives and gets the freed blocks first:
 
 # %%
-pool = PagedKVCache(lm.config, num_blocks=8, block_size=4)
+pool = PagedKVCache(lm.config, num_blocks=8, block_size=4, dtype=lm.dtype, device=lm.device)  # beside the model
 manager = BlockManager(num_blocks=8, block_size=4, enable_prefix_caching=False)
 texts = ["The sky is blue.", "The three primary colours are red, yellow and",
          "Paged attention stores keys and values in blocks."]
@@ -153,7 +154,7 @@ print(f"request 0 finished; request 2: {c.num_tokens} tokens → blocks {c.block
 # %%
 ids = c.prompt_ids
 with torch.no_grad():
-    lm.model(torch.tensor([ids]), pool.view([c.block_table], num_computed=[0], num_new=[len(ids)]))
+    lm.model(torch.tensor([ids], device=lm.device), pool.view([c.block_table], num_computed=[0], num_new=[len(ids)]))
 contiguous = lm.new_cache(max_len=len(ids))
 lm.prefill(ids, contiguous)
 
@@ -166,8 +167,8 @@ for p, (token, slot) in enumerate(zip(tok.pieces(ids), slots, strict=True)):
 for layer in range(lm.config.n_layers):
     flat_k = pool.k[layer].flatten(0, 1)  # [num_blocks · block_size, n_kv, d]
     flat_v = pool.v[layer].flatten(0, 1)
-    torch.testing.assert_close(flat_k[slots], contiguous.keys(layer)[0].transpose(0, 1), atol=1e-5, rtol=0)
-    torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=1e-5, rtol=0)
+    torch.testing.assert_close(flat_k[slots], contiguous.keys(layer)[0].transpose(0, 1), atol=tol.values, rtol=0)
+    torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=tol.values, rtol=0)
 print("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -284,9 +285,9 @@ print(f"prompts of {[len(p) for p in prompts]} tokens, prefill + 3 decode steps 
 reports = {}
 for block_size in (1, 4, 16):
     report = reports[block_size] = compare_with_contiguous(lm, prompts, block_size, n_decode=3, reference=reference)
-    assert report.max_abs_error <= 1e-4
-    print(f"block size {block_size:>2}: every logit within 1e-4 of the contiguous cache's: "
-          f"{report.max_abs_error <= 1e-4}, prefix tokens read from the cache: {report.cached_tokens}")
+    assert report.max_abs_error <= tol.logits
+    print(f"block size {block_size:>2}: every logit within {tol.text('logits')} of the contiguous cache's: "
+          f"{report.max_abs_error <= tol.logits}, prefix tokens read from the cache: {report.cached_tokens}")
 
 # %% tags=["nbval-ignore-output"]
 # the largest difference itself depends on the order in which this CPU's kernels add, so nbval does not compare it

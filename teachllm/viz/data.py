@@ -134,7 +134,7 @@ def distribution(logits: torch.Tensor, params: SamplingParams, prompt_ids=(), ou
 def sample_token(logits: torch.Tensor, params: SamplingParams, seed: int, prompt_ids=(), output_ids=(),
                  eos_token_ids=()) -> tuple[int, int]:
     """Draw one token with `sample` and a generator seeded with `seed`, on the logits' device; returns (token id,
-    its rank among the processed logits, 0 = most likely). The same seed draws differently on a CPU and a GPU:
+    its rank among the processed logits, 0 = most likely). The same random seed draws differently on a CPU and a GPU:
     each device has its own random number generator."""
     processed = sampling.process_logits(logits, params, list(prompt_ids), list(output_ids), eos_token_ids)  # [V]
     generator = torch.Generator(device=logits.device).manual_seed(seed)
