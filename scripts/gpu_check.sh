@@ -2,8 +2,9 @@
 # make gpu-check: teachllm on a CUDA GPU, as a GPU user meets it. Four parts, run side by side on the one GPU:
 #   1. the engine, viz and serving tests on CUDA in float32 (TEACHLLM_DEVICE=cuda TEACHLLM_DTYPE=float32);
 #   2. the same tests in bfloat16 (the tolerances follow the dtype: teachllm/tolerances.py);
-#   3. every chapter of both editions on CUDA with the defaults a GPU user gets (device auto, bfloat16), cell by
-#      cell (scripts/run_chapters.py: no Jupyter needed);
+#   3. every chapter of both editions on CUDA with the defaults a GPU user gets (device auto, bfloat16): the committed
+#      notebooks in a Jupyter kernel where Jupyter is installed, else cell by cell from notebooks/src
+#      (scripts/run_chapters.py --engine auto);
 #   4. the GPU bench on the bundled architecture (python -m teachllm.bench --device cuda --random-weights --quick).
 # One summary line per part; exit 1 if any part failed, 3 if there is no CUDA GPU. Logs and JSON in OUT (the first
 # argument, else $OUT, else artifacts/gpu-check).
@@ -45,14 +46,14 @@ threads=$(( $(nproc) / 4 > 0 ? $(nproc) / 4 : 1 ))
 start=$(date +%s)
 
 tests() {  # $1: dtype
-    OMP_NUM_THREADS=$threads TEACHLLM_DEVICE=$device TEACHLLM_DTYPE=$1 timeout 420 "$py" -m pytest -q -p no:cacheprovider \
-        $TESTS > "$out/tests-$1.log" 2>&1
+    OMP_NUM_THREADS=$threads TEACHLLM_DEVICE=$device TEACHLLM_DTYPE=$1 timeout 420 \
+        "$py" -m pytest -q -p no:cacheprovider $TESTS > "$out/tests-$1.log" 2>&1
     echo $? > "$out/tests-$1.rc"
 }
 tests float32 &
 tests bfloat16 &
-( OMP_NUM_THREADS=$threads timeout 420 "$py" scripts/run_chapters.py --device "$device" --jobs 4 --timeout 300 \
-      --json "$out/chapters.json" > "$out/chapters.log" 2>&1; echo $? > "$out/chapters.rc" ) &
+( OMP_NUM_THREADS=$threads timeout 420 "$py" scripts/run_chapters.py --device "$device" --engine auto --jobs 4 \
+      --timeout 300 --json "$out/chapters.json" > "$out/chapters.log" 2>&1; echo $? > "$out/chapters.rc" ) &
 if [ "$device" = cuda ]; then
     ( OMP_NUM_THREADS=$threads timeout 420 "$py" -m teachllm.bench --device cuda --random-weights --quick \
           --out "$out/bench.json" > "$out/bench.log" 2>&1; echo $? > "$out/bench.rc" ) &
@@ -71,7 +72,8 @@ done
 summary "chapters on $device, both editions, default dtype" "$out/chapters.rc" \
     "$(grep -E "^chapters on" "$out/chapters.log" | tail -1 || echo "see $out/chapters.log")"
 if [ "$device" = cuda ]; then
-    summary "bench on cuda" "$out/bench.rc" "$(grep -iE "tokens/s" "$out/bench.log" | head -1 || echo "see $out/bench.log")"
+    summary "bench on cuda" "$out/bench.rc" \
+        "$(grep -iE "tokens/s" "$out/bench.log" | head -1 || echo "see $out/bench.log")"
 fi
 echo "gpu-check: $(( $(date +%s) - start )) s; logs in $out"
 exit $status

@@ -1,11 +1,15 @@
-"""Run every chapter's code cell by cell, the way a kernel would, and report the cells that fail.
+"""Run every chapter's code, cell by cell, and report the cells that fail.
 
-No Jupyter is needed: the code cells come straight from notebooks/src/NN-name.py (jupytext's percent format), each
-chapter runs in a fresh Python process, in the folder its notebook sits in, and a cell's last expression is shown the
-way a notebook shows it (`_repr_mimebundle_`, `_repr_html_`, `repr`), so figures and widgets are built too. The
-Chinese edition is the same code after `viz.set_language("zh")`, as scripts/build_notebooks.py builds it. Outputs are
-not compared with the committed notebooks: this asks only that no cell fails, on whatever device and dtype the
-environment picks (TEACHLLM_DEVICE, TEACHLLM_DTYPE, as `tl.load()` reads them).
+Two ways, the same answer:
+- `--engine cells` (what `auto` picks without Jupyter): the code cells come straight from notebooks/src/NN-name.py
+  (jupytext's percent format) and run in a fresh Python process, in the folder the chapter's notebook sits in; a
+  cell's last expression is shown the way a notebook shows it (`_repr_mimebundle_`, `_repr_html_`, `repr`), so
+  figures and widgets are built too. The Chinese edition is the same code after `viz.set_language("zh")`, as
+  scripts/build_notebooks.py builds it.
+- `--engine kernel` (what `auto` picks where nbclient and ipykernel are installed): the committed notebook itself,
+  executed in a Jupyter kernel by nbclient, as a reader's JupyterLab runs it.
+Outputs are not compared with the committed notebooks: this asks only that no cell fails, on whatever device and dtype
+the environment picks (TEACHLLM_DEVICE, TEACHLLM_DTYPE, as `tl.load()` reads them).
 
     TEACHLLM_DTYPE=bfloat16 python scripts/run_chapters.py            # every chapter, both editions, on the CPU in bf16
     python scripts/run_chapters.py 04 06 --lang en                    # two chapters, one edition
@@ -67,15 +71,11 @@ def run_cells(src: Path, lang: str) -> dict:
     cells = code_cells(src)
     if lang != "en":
         cells.insert(0, f'from teachllm import viz\nviz.set_language("{lang}")')
-    try:
-        import otter  # noqa: F401  (the exercises' check cells run otter's public checks)
-        graded = True
-    except ImportError:
-        graded = False
+    with_checks = graded()
     namespace = {"__name__": "__main__"}
     failures, skipped, start = [], 0, time.perf_counter()
     for k, source in enumerate(cells):
-        if not graded and ("grading" in source or "grader." in source):
+        if not with_checks and ("grading" in source or "grader." in source):
             skipped += 1
             continue
         try:
@@ -93,20 +93,75 @@ def run_cells(src: Path, lang: str) -> dict:
             "seconds": round(time.perf_counter() - start, 1), "failures": failures}
 
 
-def child(src: Path, lang: str, device: str | None) -> None:
-    """The body of one chapter's process: optionally move onto the emulated second device, then run the cells."""
-    os.chdir(NOTEBOOKS if lang == "en" else NOTEBOOKS / lang)
-    sys.path.insert(0, str(ROOT))
-    if device == "second":
-        sys.path.insert(0, str(ROOT / "tests"))
-        import second_device
+EMULATE = (f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport second_device\n\n"
+           "second_device.install()  # tl.load() returns models on the emulated second device, CUDA's rules enforced")
 
-        second_device.install()  # tl.load() now returns models on the second device, CUDA's rules enforced
+
+def graded() -> bool:
+    """Whether otter-grader is here: the exercises' check cells run its public checks."""
+    try:
+        import otter  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_kernel(src: Path, lang: str, device: str | None, timeout: float) -> dict:
+    """Execute the committed notebook of one chapter in a Jupyter kernel (nbclient), every cell even after a failure."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = NOTEBOOKS / (f"{src.stem}.ipynb" if lang == "en" else f"{lang}/{src.stem}.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    with_checks = graded()
+    kept = [k for k, c in enumerate(code) if with_checks or ("grading" not in c.source and "grader." not in c.source)]
+    nb.cells = [code[k] for k in kept]  # the code cells, numbered as in the chapter
+    for cell in nb.cells:
+        cell.outputs = []
+    if device == "second":
+        nb.cells.insert(0, nbformat.v4.new_code_cell(EMULATE))
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True, store_widget_state=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    failures = []
+    for k, cell in zip(kept, nb.cells[1:] if device == "second" else nb.cells, strict=True):
+        for out in cell.outputs:
+            if out.output_type == "error":
+                failures.append({"cell": k, "error": f"{out.ename}: {out.evalue}"[:500], "where": []})
+    return {"chapter": src.stem, "lang": lang, "cells": len(code), "skipped": len(code) - len(kept),
+            "failed": len(failures),
+            "seconds": round(time.perf_counter() - start, 1), "failures": failures}
+
+
+def child(src: Path, lang: str, device: str | None, engine: str, timeout: float) -> None:
+    """The body of one chapter's process: run the cells here (optionally on the emulated second device), or have a
+    Jupyter kernel run the notebook."""
+    sys.path.insert(0, str(ROOT))
+    if engine == "kernel":
+        print("RESULT " + json.dumps(run_kernel(src, lang, device, timeout)), flush=True)
+        return
+    os.chdir(NOTEBOOKS if lang == "en" else NOTEBOOKS / lang)
+    if device == "second":
+        exec(EMULATE, {})
     print("RESULT " + json.dumps(run_cells(src, lang)), flush=True)
 
 
+def pick_engine(engine: str) -> str:
+    """auto: a kernel where nbclient and ipykernel are installed (as a reader runs the notebooks), else the cells."""
+    if engine != "auto":
+        return engine
+    try:
+        import ipykernel  # noqa: F401
+        import nbclient  # noqa: F401
+    except ImportError:
+        return "cells"
+    return "kernel"
+
+
 def run_one(src: Path, lang: str, args) -> dict:
-    command = [sys.executable, __file__, "--child", str(src), lang] + (["--device", args.device] if args.device else [])
+    command = [sys.executable, __file__, "--child", str(src), lang, "--engine", args.engine,
+               "--timeout", str(args.timeout)] + (["--device", args.device] if args.device else [])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TEACHLLM_STATIC_FIGURES": "0", "PYTHONUNBUFFERED": "1"}
     if args.device and args.device != "second":
         env["TEACHLLM_DEVICE"] = args.device
@@ -131,6 +186,9 @@ def main() -> int:
     parser.add_argument("--lang", choices=LANGUAGES, action="append", help="one edition (default: both)")
     parser.add_argument("--device", help="cpu, cuda, ... or second: an emulated second device (tests/second_device.py)"
                                          "; default: TEACHLLM_DEVICE, else auto")
+    parser.add_argument("--engine", choices=("auto", "cells", "kernel"), default="cells",
+                        help="cells: the sources' cells in this Python (default); kernel: the committed notebooks in a "
+                             "Jupyter kernel; auto: a kernel where Jupyter is installed")
     parser.add_argument("--jobs", type=int, default=1, help="chapters run at once (default 1)")
     parser.add_argument("--threads", type=int, help="torch threads per chapter (OMP_NUM_THREADS)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a chapter may take (default 900)")
@@ -138,8 +196,9 @@ def main() -> int:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(Path(args.child[0]), args.child[1], args.device)
+        child(Path(args.child[0]), args.child[1], args.device, args.engine, args.timeout)
         return 0
+    args.engine = pick_engine(args.engine)
     sources = sorted((NOTEBOOKS / "src").glob("[0-9][0-9]-*.py"))
     if args.prefixes:
         sources = [s for s in sources if s.name.startswith(tuple(args.prefixes))]
@@ -165,7 +224,7 @@ def main() -> int:
     cells = sum(r.get("cells", 0) for r in results)
     device = args.device or os.environ.get("TEACHLLM_DEVICE", "auto")
     dtype = os.environ.get("TEACHLLM_DTYPE", "the default dtype")
-    print(f"chapters on {device}, {dtype}: {len(results)} runs, {cells} cells, {failed} failed "
+    print(f"chapters on {device}, {dtype} ({args.engine}): {len(results)} runs, {cells} cells, {failed} failed "
           f"({time.perf_counter() - start:.0f} s)")
     return 1 if failed else 0
 
