@@ -38,6 +38,19 @@ def pytest_make_collect_report(collector):
         report.longrepr = f"skipped under CI=true, where every test must run: {report.longrepr}"
 
 
+def pytest_terminal_summary(terminalreporter):
+    """At the end of the run: the peak resident memory of this test process, and of the largest process it started
+    (the notebook kernels, the grader), so that a run says what memory it needs."""
+    import resource
+    import sys
+
+    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes on macOS, KiB on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit / 2**30
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * unit / 2**30
+    terminalreporter.write_line(f"peak resident memory: {own:.2f} GiB in the test process, {child:.2f} GiB in the "
+                                f"largest process it started")
+
+
 def pytest_report_header(config):
     """Which kernels this run uses: PyTorch's CPU dispatch (AVX2, AVX512, …) and what the environment asked."""
     asked = ", ".join(f"{v}={os.environ[v]}" for v in DISPATCH_VARIABLES if v in os.environ) or "the CPU's best"
