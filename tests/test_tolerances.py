@@ -70,8 +70,10 @@ def test_a_planted_bug_leaves_the_bounds(model, long_prompt, bug):
     def shifted(cache):  # the next token is told it sits one place later (RoPE and the mask see the wrong position)
         cache.start -= 1
 
-    def stale(cache):  # the cache forgets what layer 3 stored for the first prompt token
-        cache.k[3, :, :, 0] = 0
+    def stale(cache):  # the cache forgets the keys every layer stored for the sixth prompt token
+        cache.k[:, :, :, 5] = 0
+    # (A smaller bug, one layer's key for one token, moves the logits by about 1.9: far outside float32's bound,
+    # inside bfloat16's 2.0. A 16-bit run cannot see it; the float32 run, which the committed outputs are, does.)
 
     cached, uncached = cached_and_uncached(model, ids, split=12, bug={"position off by one": shifted,
                                                                        "a stale key": stale}[bug])
