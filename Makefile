@@ -102,7 +102,7 @@ bench: setup
 	$(PY) -m teachllm.bench
 
 bench-serving: setup
-	$(PY) -m teachllm.serving.bench
+	$(PY) -m teachllm.bench.serving
 
 clean-cache:
-	$(PY) -c "import teachllm.convert as c; print(*(f'removed {p}' for p in c.clear_cache()), sep='\n')"
+	$(PY) -c "import teachllm.checkpoints.convert as c; print(*(f'removed {p}' for p in c.clear_cache()), sep='\n')"

@@ -1,7 +1,7 @@
 """Write the public checks students run: notebooks/checks/chNN-exK.py from notebooks/grading/tests/chNN-exK.py,
 with every hidden test case (`@test_case(..., hidden=True)`) removed.
 
-A check cell in a chapter calls `grader.check("chNN-exK")` (teachllm.grading), which reads notebooks/checks/; the
+A check cell in a chapter calls `grader.check("chNN-exK")` (teachllm.course.grading), which reads notebooks/checks/; the
 grader (scripts/grade.py) runs the full files. tests/test_grading.py fails when a checks file is out of date.
 
     python scripts/build_checks.py          # rewrite notebooks/checks/ (and remove checks whose test file is gone)

@@ -16,10 +16,14 @@ teachllm/viz/static.py).
     python scripts/build_notebooks.py 01 06        # the ones whose names start with 01 or 06
     python scripts/build_notebooks.py --lang zh 06 # one edition only
     python scripts/build_notebooks.py --metadata-only 03   # copy cell metadata only (slides, tags); no re-run
+    python scripts/build_notebooks.py --sources-only 10    # copy cell sources and metadata; no re-run
 
 `--metadata-only` is for a change that touches only cell metadata in the .py (a slide type, say): it
 copies each cell's metadata into the committed notebook and keeps its outputs, after checking that the
-cells' sources are the same.
+cells' sources are the same. `--sources-only` is for a change that cannot alter an output (a module's new
+import path, a reworded paragraph): it copies sources and metadata, cell for cell, and keeps the outputs, after
+checking that the cells are as many and of the same kinds. nbval (`make test`) then runs every cell and compares:
+an output the change did alter fails there.
 """
 
 from __future__ import annotations
@@ -87,14 +91,17 @@ def build(src: Path, lang: str = "en") -> float:
     return seconds
 
 
-def copy_metadata(src: Path, lang: str = "en") -> None:
-    """Give the committed notebook the cell metadata of its source; sources and outputs stay as they are."""
+def copy_metadata(src: Path, lang: str = "en", sources: bool = False) -> None:
+    """Give the committed notebook the cell metadata of its source (and with `sources`, the cells' sources too);
+    outputs stay as they are."""
     path = folder(lang) / f"{src.stem}.ipynb"
     built, want = nbformat.read(path, as_version=4), notebook_from_source(src, lang)
-    if [(c.cell_type, c.source) for c in built.cells] != [(c.cell_type, c.source) for c in want.cells]:
+    same = (lambda c: c.cell_type) if sources else (lambda c: (c.cell_type, c.source))
+    if [same(c) for c in built.cells] != [same(c) for c in want.cells]:
         sys.exit(f"{path.name}: the cells differ from {src.name}; rebuild it instead")
     for cell, source_cell in zip(built.cells, want.cells, strict=True):
         cell.metadata = source_cell.metadata
+        cell.source = source_cell.source
     nbformat.write(built, path)
 
 
@@ -102,13 +109,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
     parser.add_argument("--metadata-only", action="store_true", help="copy cell metadata, do not execute")
+    parser.add_argument("--sources-only", action="store_true", help="copy cell sources and metadata, do not execute")
     parser.add_argument("--lang", choices=LANGUAGES, action="append", help="one edition (default: all)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TEACHLLM_STATIC_FIGURES", "1")
     os.environ["TEACHLLM_STATIC_WIDGETS"] = "1"  # each widget also saves its kernel-free form for the book
     browsers = ("chromium", "chromium-browser", "google-chrome", "chrome")
-    if env_flag("TEACHLLM_STATIC_FIGURES") and not args.metadata_only and not (
+    if env_flag("TEACHLLM_STATIC_FIGURES") and not (args.metadata_only or args.sources_only) and not (
             os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in browsers)):
         sys.exit("build_notebooks: kaleido draws the PNG beside each figure in a Chromium, and none was found "
                  "(apt-get install chromium, or set BROWSER_PATH). TEACHLLM_STATIC_FIGURES=0 builds without "
@@ -121,9 +129,9 @@ def main() -> None:
     for src in sources:
         for lang in args.lang or LANGUAGES:
             name = src.stem if lang == "en" else f"{lang}/{src.stem}"
-            if args.metadata_only:
-                copy_metadata(src, lang)
-                print(f"{name}: metadata copied")
+            if args.metadata_only or args.sources_only:
+                copy_metadata(src, lang, sources=args.sources_only)
+                print(f"{name}: {'sources and ' * args.sources_only}metadata copied")
                 continue
             print(f"{name}: executing ...", end=" ", flush=True)
             print(f"{build(src, lang):.1f} s")

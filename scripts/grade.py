@@ -156,7 +156,7 @@ def run_otter(path: Path, chapter: str, timeout: int) -> dict:
     from otter.execute import grade_notebook
     from traitlets.config import Config
 
-    from teachllm.grading import failure_message
+    from teachllm.course.grading import failure_message
 
     # grade_notebook builds its own traitlets Config and takes no cell time limit: give it one with ours in it
     otter.execute.Config = lambda: Config(ExecutePreprocessor={"timeout": timeout, "interrupt_on_timeout": True})

@@ -9,10 +9,10 @@
 from . import bpe, cost, sampling, texts  # tl.bpe toy tokenizer, tl.cost FLOPs and bytes, tl.texts sample paragraphs
 from .beam import beam_search_steps
 from .cache import KVCache
+from .checkpoints.loading import ModelNotFoundError
 from .config import ModelConfig, UnsupportedModelError
 from .generate import GenerationOutput, Metrics, generation_steps
 from .lm import LanguageModel, load
-from .loading import ModelNotFoundError
 from .model import LayerTrace, Stage, Trace
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer

@@ -5,8 +5,9 @@ in many shapes. Each public entry point (LanguageModel's methods, `generation_st
 `ServingEngine.add_request`, the CLI) hands them to this module once; below it, the model, the cache, the
 sampling rules and the generation loop are written for well-formed input and read like the math.
 
-Every message names the argument, the value given and what is allowed. The rules for the fields of
-`SamplingParams` live here too: the dataclass checks each field as it is set (`field`, `fields_together`).
+Every message names the argument, the value given and what is allowed. The fields of `SamplingParams` are
+checked where the class is (params.py), as they are set; here, only what depends on the model (the vocabulary,
+the context window) and what the sampling rules are called with.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import torch
 
 from .cache import KVCache
 from .cost import kv_cache_bytes
+from .params import SamplingParams
+from .units import is_id
 
 ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")  # an on/off variable's spellings, any case
 
@@ -34,11 +37,6 @@ def env_flag(name: str) -> bool:
 
 
 # ---- token ids --------------------------------------------------------------------------------------
-
-
-def is_id(x) -> bool:
-    """An integer that is not a boolean (Python, numpy or a one-element integer tensor already unwrapped)."""
-    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
 
 
 def _unwrap(x):
@@ -287,7 +285,7 @@ def params(params, lm):
     """params as a SamplingParams (None → the defaults), checked against this model: logprobs and stop ids
     within its vocabulary, and min_tokens leaving some token that does not stop."""
     if params is None:
-        return sampling_params_class()()
+        return SamplingParams()
     sampling_params("", params)
     V = lm.config.vocab_size
     for_vocabulary(params, V)
@@ -319,99 +317,6 @@ def request(prompt, params_, lm) -> tuple[list[list[int]], object, bool]:
         raise ValueError(f"a prompt of {longest} tokens plus max_tokens={params_.max_tokens} exceeds the model's "
                          f"context window of {window} tokens; shorten the prompt or lower max_tokens")
     return rows, params_, single
-
-
-# ---- the fields of SamplingParams -----------------------------------------------------------------------
-def _number(name, value, low, high, allowed, low_open=False) -> float:
-    """A finite real number (int, float or numpy scalar; not a bool) in range, returned as a float."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"SamplingParams.{name}={value!r} must be a number {allowed}")
-    value = float(value)
-    too_low = low is not None and (value <= low if low_open else value < low)
-    if too_low or (high is not None and value > high) or not math.isfinite(value):
-        raise ValueError(f"SamplingParams.{name}={value!r} is out of range: must be {allowed}")
-    return value
-
-
-def _integer(name, value, low, allowed, high=None) -> int:
-    """An integer (int or numpy integer; not a bool) in range, returned as an int."""
-    if not is_id(value) or (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"SamplingParams.{name}={value!r} is out of range: must be {allowed}")
-    return int(value)
-
-
-def _flag(name, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"SamplingParams.{name}={value!r} must be True or False")
-    return bool(value)
-
-
-def _stop_strings(value) -> list[str]:
-    value = [value] if isinstance(value, str) else value
-    if not isinstance(value, (list, tuple)):
-        raise ValueError(f"SamplingParams.stop={value!r} must be a string or a list of non-empty strings")
-    for s in value:
-        if not isinstance(s, str) or not s:
-            raise ValueError(f"SamplingParams.stop must hold non-empty strings, got {s!r}")
-    return list(value)
-
-
-def _stop_ids(value) -> list[int]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, range)):
-        raise ValueError(f"SamplingParams.stop_token_ids={value!r} must be a list of token ids ≥ 0")
-    return [_integer("stop_token_ids", i, 0, "token ids ≥ 0") for i in value]
-
-
-def _optional(check):
-    return lambda value: None if value is None else check(value)
-
-
-SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed takes
-
-FIELDS = {  # field → function that returns the checked (normalised) value or raises ValueError
-    "temperature": lambda v: _number("temperature", v, 0, None, "≥ 0 (0 = greedy)"),
-    "top_k": lambda v: _integer("top_k", v, -1, "-1 or 0 (off), or ≥ 1"),
-    "top_p": lambda v: _number("top_p", v, 0, 1, "in (0, 1]", low_open=True),
-    "min_p": lambda v: _number("min_p", v, 0, 1, "in [0, 1]"),
-    "repetition_penalty": lambda v: _number("repetition_penalty", v, 0, None, "> 0 (1 = off)", low_open=True),
-    "presence_penalty": lambda v: _number("presence_penalty", v, -2, 2, "in [-2, 2]"),
-    "frequency_penalty": lambda v: _number("frequency_penalty", v, -2, 2, "in [-2, 2]"),
-    "no_repeat_ngram_size": lambda v: _integer("no_repeat_ngram_size", v, 0, "≥ 0 (0 = off)"),
-    "max_tokens": lambda v: _integer("max_tokens", v, 1, "≥ 1"),
-    "min_tokens": lambda v: _integer("min_tokens", v, 0, "≥ 0"),
-    "stop": _stop_strings,
-    "stop_token_ids": _stop_ids,
-    "ignore_eos": lambda v: _flag("ignore_eos", v),
-    "include_stop_str_in_output": lambda v: _flag("include_stop_str_in_output", v),
-    "seed": _optional(lambda v: _integer("seed", v, SEED_RANGE[0], "None or an integer in -2**63 .. 2**64 - 1",
-                                         high=SEED_RANGE[1])),
-    "logprobs": _optional(lambda v: _integer("logprobs", v, 0, "None or ≥ 0")),
-    "num_beams": lambda v: _integer("num_beams", v, 1, "≥ 1"),
-    "length_penalty": lambda v: _number("length_penalty", v, None, None, "a finite number"),
-}
-
-
-def field(name: str, value):
-    """One field of SamplingParams, checked and normalised (a numpy integer becomes an int, a string in
-    `stop` a list of one)."""
-    return FIELDS[name](value)
-
-
-def fields_together(p) -> None:
-    """The rules that tie two fields of SamplingParams together."""
-    if p.min_tokens > p.max_tokens:
-        raise ValueError(f"SamplingParams.min_tokens={p.min_tokens} is larger than max_tokens="
-                         f"{p.max_tokens}; min_tokens must be ≤ max_tokens")
-    if p.num_beams > 1:
-        taken = [f"{name}={value!r}" for name, value, off in (
-            ("top_k", p.top_k, p.top_k in (0, -1)), ("top_p", p.top_p, p.top_p == 1.0),
-            ("min_p", p.min_p, p.min_p == 0.0), ("stop", p.stop, not p.stop),
-            ("logprobs", p.logprobs, p.logprobs is None), ("seed", p.seed, p.seed is None),
-            ("temperature", p.temperature, p.temperature in (0.0, 1.0))) if not off]
-        if taken:
-            raise ValueError(f"SamplingParams: beam search (num_beams={p.num_beams}) is deterministic and "
-                             f"does not take {', '.join(taken)}; leave them at their defaults"
-                             + (" (temperature 0 or 1)" if p.temperature not in (0.0, 1.0) else ""))
 
 
 # ---- the sampling rules' own arguments ---------------------------------------------------------------------
@@ -452,15 +357,8 @@ def rule(func: str, logits, **arguments) -> None:
             raise ValueError(f"{func}: {name}={value!r} is not allowed; must be {allowed}")
 
 
-def sampling_params_class():
-    from .sampling import SamplingParams  # here, not at the top: sampling.py imports this module for `field`
-
-    return SamplingParams
-
-
 def sampling_params(func: str, params) -> None:
     """Raise TypeError unless `params` is a SamplingParams instance (not the class, not a dict)."""
-    SamplingParams = sampling_params_class()
     if not isinstance(params, SamplingParams):
         hint = ("an instance, e.g. SamplingParams()" if params is SamplingParams
                 else "SamplingParams(**your_dict)" if isinstance(params, dict) else "SamplingParams(temperature=0)")

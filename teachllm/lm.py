@@ -17,11 +17,9 @@ import os
 
 import torch
 
-from . import fast, inputs, kernels
+from . import inputs
 from .cache import KVCache
-from .config import ModelConfig
-from .generate import generate, stream
-from .loading import (
+from .checkpoints.loading import (
     WEIGHTS,
     build_model,
     checkpoint,
@@ -32,6 +30,9 @@ from .loading import (
     resolve_device,
     resolve_dtype,
 )
+from .config import ModelConfig
+from .fastpath import fused, kernels
+from .generate import generate, stream
 from .model import Stage, Trace, Transformer
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
@@ -44,7 +45,7 @@ class LanguageModel:
         self._tokenizer = tokenizer
         self.name = name
         self.kernels: kernels.Choice | None = None  # weights="gguf": which kernel multiplies each matrix, and why
-        self.fast: fast.FastPath | None = None  # weights="gguf": the same forward pass in fewer operations
+        self.fast: fused.FastPath | None = None  # weights="gguf": the same forward pass in fewer operations
         self._kernel_key: str | None = None  # weights="gguf": names the model in the kernels' cache
 
     # ---- basics --------------------------------------------------------------------------------
@@ -74,7 +75,7 @@ class LanguageModel:
 
     def describe(self) -> str:
         """What multiplies the weights: for weights="gguf", the kernel of each group of matrices and why it was
-        chosen (teachllm.kernels); otherwise the dtype every matrix is kept in."""
+        chosen (teachllm.fastpath.kernels); otherwise the dtype every matrix is kept in."""
         if self.kernels is None:
             return f"{self.name}: every matrix in {str(self.dtype).removeprefix('torch.')}, multiplied by F.linear"
         return f"{self.name}\n{self.kernels.describe()}"
@@ -86,7 +87,7 @@ class LanguageModel:
             raise ValueError(f"{self.name} keeps no GGUF blocks: load it with tl.load(weights='gguf') to choose "
                              "kernels")
         self.kernels = kernels.configure(self, kernel, model_key=self._kernel_key)
-        self.fast = fast.FastPath(self.model)
+        self.fast = fused.FastPath(self.model)
 
     def new_cache(self, max_len: int | None = None, batch_size: int = 1) -> KVCache:
         """An empty, preallocated KV cache for `batch_size` sequences of up to `max_len` tokens each
@@ -107,7 +108,7 @@ class LanguageModel:
         if cache.length == 0:
             cache.start.copy_(pad)  # row b's real tokens start after pad[b] slots of padding
         if self.fast is not None and trace is None:
-            return self.fast(ids, cache)[:, -1]  # [B, V]: the same pass, fewer operations (teachllm.fast)
+            return self.fast(ids, cache)[:, -1]  # [B, V]: the same pass, fewer operations (teachllm.fastpath.fused)
         return self.model(ids, cache, trace, last_only=True)[:, -1]  # [B, V]
 
     @torch.no_grad()
@@ -118,7 +119,7 @@ class LanguageModel:
         """
         token = inputs.decode_tokens(token, self, cache)  # [B, 1]
         if self.fast is not None and trace is None:
-            return self.fast(token, cache)[:, -1]  # [B, V]: the same pass, fewer operations (teachllm.fast)
+            return self.fast(token, cache)[:, -1]  # [B, V]: the same pass, fewer operations (teachllm.fastpath.fused)
         return self.model(token, cache, trace, last_only=True)[:, -1]  # [B, V]
 
     @torch.no_grad()
@@ -191,9 +192,9 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     dtype: None (bfloat16 on a GPU, float32 on the CPU), or "float32" / "bfloat16" / "float16".
     weights: "float" (every matrix de-quantised to `dtype`: the reference) or "gguf" (a GGUF file's
     matrices kept in their shipped 4- and 8-bit blocks, multiplied on the CPU by the kernel chosen for it;
-    see teachllm.quant and teachllm.kernels). With "gguf", "auto" means the CPU.
+    see teachllm.fastpath.quant and teachllm.fastpath.kernels). With "gguf", "auto" means the CPU.
     kernel (weights="gguf" only): "auto" (the fastest faithful kernel for each group of matrices on this machine,
-    measured at the first load, a few seconds, then read from the cache) or one of teachllm.kernels.KERNELS
+    measured at the first load, a few seconds, then read from the cache) or one of teachllm.fastpath.kernels.KERNELS
     for every matrix ("int4", "avx2", "avx512", "float16", "bfloat16", "float32"; "int8" and "dynamic-int8" to compare).
     """
     if weights not in WEIGHTS:

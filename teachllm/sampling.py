@@ -21,75 +21,21 @@ give different distributions. teachllm follows transformers.
 
 Logits that are not finite numbers follow one policy, in every rule and in greedy decoding alike
 (`settle`): NaN is an error naming the row; +inf means "this token is certain"; -inf is a token ruled out.
-Each rule checks what it is called with in one line (`inputs.rule`); SamplingParams checks its fields as
-they are set (`inputs.field`).
+Each rule is a pure function of well-formed arguments. Called directly (as the chapters do), a rule checks
+what it is given at that boundary, once (`@boundary`: `inputs.rule`, then `settle`); `process_logits` checks
+its own arguments once and calls the rules themselves (`rule.pure`). SamplingParams (params.py) checks its fields
+as they are set.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+import functools
+import inspect
 
 import torch
 
 from . import inputs
-
-GREEDY_BELOW = 1e-5  # a temperature below this means greedy decoding (vLLM's rule); 0 is not a real temperature
-
-
-@dataclass
-class SamplingParams:
-    temperature: float = 1.0  # divide logits by this before sampling; 0 = greedy. The default samples (as vLLM)
-    top_k: int = 0  # keep only the k most likely tokens; 0 or -1 = off
-    top_p: float = 1.0  # keep the smallest set of tokens whose probability reaches p (nucleus); 1 = off
-    min_p: float = 0.0  # drop tokens less likely than min_p × the top token's probability; 0 = off
-    repetition_penalty: float = 1.0  # >1 discourages every token already seen (prompt included); 1 = off
-    presence_penalty: float = 0.0  # subtract this from tokens that appeared in the output at all
-    frequency_penalty: float = 0.0  # subtract this × count for tokens that appeared in the output
-    no_repeat_ngram_size: int = 0  # forbid any n-gram of this size from appearing twice; 0 = off
-    max_tokens: int = 16  # generate at most this many tokens (finish reason "length")
-    min_tokens: int = 0  # do not stop (EOS, stop ids, stop strings) before this many tokens
-    stop: list[str] = field(default_factory=list)  # stop when the output text contains one of these
-    stop_token_ids: list[int] = field(default_factory=list)  # stop when one of these ids is generated
-    ignore_eos: bool = False  # keep going past the end-of-sequence token
-    include_stop_str_in_output: bool = False  # keep the stop string at the end of the text
-    seed: int | None = None  # random seed of the draws (row i of a batch: seed + i); None = torch's global one
-    logprobs: int | None = None  # return the top-N log-probabilities at each step
-    num_beams: int = 1  # >1: deterministic beam search with this many beams
-    length_penalty: float = 1.0  # beam search: a finished beam scores sum(logprobs) / length ** length_penalty
-
-    def __post_init__(self):
-        inputs.fields_together(self)  # each field was checked as it was set (below)
-
-    def __setattr__(self, name, value):
-        """Every field is checked as it is set, in the constructor and after it: `params.max_tokens = 0`
-        raises, and leaves `params` as it was."""
-        if name not in inputs.FIELDS:
-            return object.__setattr__(self, name, value)
-        old = self.__dict__.get(name)
-        object.__setattr__(self, name, inputs.field(name, value))
-        if all(f in self.__dict__ for f in inputs.FIELDS):  # constructed: the rules between fields hold too
-            try:
-                inputs.fields_together(self)
-            except ValueError:
-                object.__setattr__(self, name, old)
-                raise
-
-    def replace(self, **changes) -> SamplingParams:
-        """A copy with some fields changed, checked like a new SamplingParams: params.replace(seed=1)."""
-        unknown = sorted(set(changes) - set(inputs.FIELDS))
-        if unknown:
-            raise ValueError(f"SamplingParams has no field {', '.join(unknown)}; the fields are "
-                             f"{', '.join(inputs.FIELDS)}")
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature < GREEDY_BELOW
-
-    @property
-    def top_k_enabled(self) -> bool:
-        return self.top_k > 0
+from .params import SEED_RANGE, SamplingParams
 
 
 # ---- logits that are not finite numbers ------------------------------------------------------------------
@@ -111,10 +57,29 @@ def settle(logits: torch.Tensor) -> torch.Tensor:
     return torch.where(certain.any(-1, keepdim=True), settled, logits)
 
 
-def _checked(func: str, logits: torch.Tensor, **arguments) -> torch.Tensor:
-    """What every rule does first: check its arguments (`inputs.rule`), then settle non-finite logits."""
-    inputs.rule(func, logits, **arguments)
-    return settle(logits)
+HISTORIES = ("seen_ids", "output_ids", "ids")  # the penalties' token histories: one list of ids per row
+
+
+def boundary(rule):
+    """A rule as a student calls it: what it is given is checked here, once (`inputs.rule`: the logits' type and
+    shape, each argument's range; a token history as one list of ids per row), and non-finite logits are settled
+    (`settle`). `rule.pure` is the rule itself, which `process_logits` calls with arguments it checked."""
+    signature = inspect.signature(rule)
+
+    @functools.wraps(rule)
+    def checked(logits, *args, **kwargs):
+        bound = signature.bind(logits, *args, **kwargs)
+        bound.apply_defaults()
+        given = {k: v for k, v in bound.arguments.items() if k != "logits"}
+        inputs.rule(rule.__name__, logits, **{k: v for k, v in given.items() if k not in HISTORIES})
+        rows = _rows(logits)  # [B, V]
+        for name in HISTORIES:
+            if name in given:
+                given[name] = inputs.histories(given[name], rows.shape[0], rows.shape[-1])
+        return rule(settle(logits), **given)
+
+    checked.pure = rule
+    return checked
 
 
 def _rows(logits: torch.Tensor) -> torch.Tensor:
@@ -122,17 +87,17 @@ def _rows(logits: torch.Tensor) -> torch.Tensor:
 
 
 # ---- filters (only when sampling) --------------------------------------------------------------
+@boundary
 def apply_temperature(logits: torch.Tensor, t: float) -> torch.Tensor:
     """logits / t.  t < 1 sharpens the distribution, t > 1 flattens it; t must be > 0
     (t = 0 is not a temperature: engines treat it as greedy, see `sample`)."""
-    logits = _checked("apply_temperature", logits, t=t)
     return logits / t
 
 
+@boundary
 def apply_top_k(logits: torch.Tensor, k: int, min_tokens_to_keep: int = 1) -> torch.Tensor:
     """Keep logit_i if logit_i ≥ the k-th largest logit (ties at the boundary all survive), else -inf.
     k is raised to min_tokens_to_keep; k ≤ 0 disables."""
-    logits = _checked("apply_top_k", logits, k=k, min_tokens_to_keep=min_tokens_to_keep)
     if k <= 0:
         return logits
     k = min(max(k, min_tokens_to_keep), logits.shape[-1])
@@ -140,11 +105,11 @@ def apply_top_k(logits: torch.Tensor, k: int, min_tokens_to_keep: int = 1) -> to
     return logits.masked_fill(logits < kth_largest, float("-inf"))
 
 
+@boundary
 def apply_top_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> torch.Tensor:
     """Nucleus filtering. Sort ascending, take softmax and the cumulative sum c; remove the tokens with
     c ≤ 1 − p, but always keep the `min_tokens_to_keep` most likely. The token whose probability
     crosses the threshold is kept: with [.4, .3, .15, .10, .05] and p = 0.9, four tokens survive."""
-    logits = _checked("apply_top_p", logits, p=p, min_tokens_to_keep=min_tokens_to_keep)
     if p >= 1.0:
         return logits
     sorted_logits, order = torch.sort(logits, dim=-1, descending=False)  # least likely first
@@ -155,10 +120,10 @@ def apply_top_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> 
     return logits.masked_fill(remove, float("-inf"))
 
 
+@boundary
 def apply_min_p(logits: torch.Tensor, p: float, min_tokens_to_keep: int = 1) -> torch.Tensor:
     """Remove token i if prob_i < p · max_j prob_j (probabilities of these logits, i.e. after temperature);
     keep at least `min_tokens_to_keep`. p = 0 disables."""
-    logits = _checked("apply_min_p", logits, p=p, min_tokens_to_keep=min_tokens_to_keep)
     if p <= 0:
         return logits
     probs = logits.softmax(dim=-1)
@@ -181,27 +146,27 @@ def token_counts(histories: list[list[int]], like: torch.Tensor) -> torch.Tensor
     return counts
 
 
+@boundary
 def apply_repetition_penalty(logits: torch.Tensor, seen_ids, r: float) -> torch.Tensor:
     """CTRL's repetition penalty (as transformers): for every distinct token already in the sequence,
     logit / r if the logit is > 0, else logit · r. r > 1 discourages repeats; r = 1 is off."""
-    logits = _checked("apply_repetition_penalty", logits, r=r)
     if r == 1.0:
         return logits
     rows = _rows(logits)  # [B, V]
-    seen = token_counts(inputs.histories(seen_ids, rows.shape[0], rows.shape[-1]), rows) > 0  # [B, V]
+    seen = token_counts(seen_ids, rows) > 0  # [B, V]
     penalised = torch.where(rows > 0, rows / r, rows * r)  # [B, V]
     return torch.where(seen, penalised, rows).view_as(logits)
 
 
+@boundary
 def apply_presence_frequency_penalty(logits: torch.Tensor, output_ids, presence: float,
                                      frequency: float) -> torch.Tensor:
     """OpenAI's penalties, on the generated tokens only (not the prompt):
     logit_j − c_j · frequency − (c_j > 0) · presence, where c_j counts token j in the output."""
-    logits = _checked("apply_presence_frequency_penalty", logits, presence=presence, frequency=frequency)
     if presence == 0 and frequency == 0:
         return logits
     rows = _rows(logits)  # [B, V]
-    counts = token_counts(inputs.histories(output_ids, rows.shape[0], rows.shape[-1]), rows)  # [B, V]
+    counts = token_counts(output_ids, rows)  # [B, V]
     return (rows - (counts * frequency + (counts > 0).to(rows.dtype) * presence)).view_as(logits)
 
 
@@ -214,14 +179,14 @@ def banned_ngram_tokens(ids: list[int], n: int) -> set[int]:
     return {ids[i + n - 1] for i in range(len(ids) - n + 1) if tuple(ids[i:i + n - 1]) == suffix}
 
 
+@boundary
 def apply_no_repeat_ngram(logits: torch.Tensor, ids, n: int) -> torch.Tensor:
     """No n-gram of size n may appear twice (prompt included): the tokens that would complete one get -inf.
     Nothing is banned while the sequence is shorter than n; n = 0 is off."""
-    logits = _checked("apply_no_repeat_ngram", logits, n=n)
     if n <= 0:
         return logits
     rows = _rows(logits)  # [B, V]
-    banned = [sorted(banned_ngram_tokens(h, n)) for h in inputs.histories(ids, rows.shape[0], rows.shape[-1])]
+    banned = [sorted(banned_ngram_tokens(h, n)) for h in ids]
     return rows.masked_fill(token_counts(banned, rows) > 0, float("-inf")).view_as(logits)
 
 
@@ -242,19 +207,24 @@ def apply_penalties(logits: torch.Tensor, params: SamplingParams, prompt_ids, ou
     """Steps 1–4 of the pipeline: the rules that also apply to greedy decoding and beam search."""
     inputs.rule("apply_penalties", logits)
     inputs.sampling_params("apply_penalties", params)
-    rows = _rows(logits).float()  # [B, V]
+    rows = settle(_rows(logits).float())  # [B, V]
     B, V = rows.shape
     inputs.for_vocabulary(params, V)
     prompts, outputs = inputs.histories(prompt_ids, B, V), inputs.histories(output_ids, B, V)
+    return _penalties(rows, params, prompts, outputs, eos_token_ids).view(logits.shape)
+
+
+def _penalties(rows: torch.Tensor, params: SamplingParams, prompts, outputs, eos_token_ids) -> torch.Tensor:
+    """Steps 1–4 on settled rows [B, V] and checked histories (one list of ids per row)."""
     histories = [p + o for p, o in zip(prompts, outputs, strict=True)]
-    rows = apply_repetition_penalty(rows, histories, params.repetition_penalty)
-    rows = apply_presence_frequency_penalty(rows, outputs, params.presence_penalty, params.frequency_penalty)
-    rows = apply_no_repeat_ngram(rows, histories, params.no_repeat_ngram_size)
+    rows = apply_repetition_penalty.pure(rows, histories, params.repetition_penalty)
+    rows = apply_presence_frequency_penalty.pure(rows, outputs, params.presence_penalty, params.frequency_penalty)
+    rows = apply_no_repeat_ngram.pure(rows, histories, params.no_repeat_ngram_size)
     stop_ids = list(params.stop_token_ids) + ([] if params.ignore_eos else list(eos_token_ids))
     if params.min_tokens > 0:
         rows = torch.stack([apply_min_tokens(r, len(o), params.min_tokens, stop_ids)
                             for r, o in zip(rows, outputs, strict=True)])
-    return rows.view(logits.shape)
+    return rows
 
 
 def process_logits(logits: torch.Tensor, params: SamplingParams, prompt_ids, output_ids,
@@ -264,13 +234,14 @@ def process_logits(logits: torch.Tensor, params: SamplingParams, prompt_ids, out
     logits: [V] or [B, V]. prompt_ids, output_ids: one list of ids (for [V]) or one list per row.
     eos_token_ids: the model's end-of-sequence ids (masked by min_tokens unless ignore_eos).
     Returns float32 logits of the same shape; with temperature 0 only the penalties are applied.
+    The arguments are checked here, once; the rules run as the pure functions they are (`rule.pure`).
     """
     out = apply_penalties(logits, params, prompt_ids, output_ids, eos_token_ids)
-    if not params.greedy:
-        out = apply_temperature(out, params.temperature)
-        out = apply_top_k(out, params.top_k)
-        out = apply_top_p(out, params.top_p)
-        out = apply_min_p(out, params.min_p)
+    if not params.greedy:  # params' fields were checked as they were set: each is in its rule's range
+        out = apply_temperature.pure(out, params.temperature)
+        out = apply_top_k.pure(out, params.top_k)
+        out = apply_top_p.pure(out, params.top_p)
+        out = apply_min_p.pure(out, params.min_p)
     return out
 
 
@@ -286,7 +257,7 @@ def choosable(processed: torch.Tensor) -> torch.Tensor:
 
 def row_seeds(seed: int, n: int) -> list[int]:
     """The random seeds of a batch's rows: `seed`, `seed + 1`, …, kept within what torch takes (2**64 wraps to 0)."""
-    low, high = inputs.SEED_RANGE
+    low, high = SEED_RANGE
     return [(seed + i - low) % (high - low + 1) + low for i in range(n)]
 
 

@@ -1,4 +1,5 @@
-"""The bottom layer: names of floating-point types, their sizes in bytes, and integer ceiling division.
+"""The bottom layer: names of floating-point types, their sizes in bytes, integer ceiling division, and what
+counts as a token id.
 
 Everything that counts bytes (the KV caches, `teachllm.cost`, the loader) reads these, so a dtype
 name such as "bf16" means the same everywhere.
@@ -6,6 +7,9 @@ name such as "bf16" means the same everywhere.
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
 import torch
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
@@ -31,3 +35,8 @@ def element_size(dtype: torch.dtype | str) -> int:
 def ceil_div(a: int, b: int) -> int:
     """⌈a / b⌉ for non-negative integers: how many blocks of size b hold a items."""
     return (a + b - 1) // b
+
+
+def is_id(x) -> bool:
+    """An integer that is not a boolean (Python, numpy or a one-element integer tensor already unwrapped)."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))

@@ -111,7 +111,7 @@ def hf_model(lm):
     """The same weights in transformers' own LlamaForCausalLM: the reference."""
     from transformers import AutoModelForCausalLM
 
-    folder = tl.loading.checkpoint_folder(progress=False)
+    folder = tl.checkpoints.loading.checkpoint_folder(progress=False)
     return AutoModelForCausalLM.from_pretrained(folder, dtype=lm.dtype).to(lm.device).eval()
 
 

@@ -20,8 +20,8 @@ import torch
 
 import teachllm as tl
 from teachllm import cost, sampling
+from teachllm.checkpoints.loading import CacheNotWritableError, DamagedCheckpointError
 from teachllm.cli import main as cli
-from teachllm.loading import CacheNotWritableError, DamagedCheckpointError
 from teachllm.model import Transformer
 from teachllm.serving import ServingConfig, ServingEngine
 
@@ -509,7 +509,7 @@ def t(lm, tmp_path, monkeypatch):
         """The bundled model's weights with a config.json that describes a wider model."""
         path = tmp_path / "mismatched"
         path.mkdir()
-        source = tl.loading.checkpoint_folder(progress=False)
+        source = tl.checkpoints.loading.checkpoint_folder(progress=False)
         (path / "model.safetensors").symlink_to(source / "model.safetensors")
         config = json.loads((source / "config.json").read_text())
         (path / "config.json").write_text(json.dumps({**config, "hidden_size": 1152, "intermediate_size": 3072}))

@@ -1,4 +1,4 @@
-"""teachllm.fast: the same forward pass in fewer operations gives the plain loop's logits.
+"""teachllm.fastpath.fused: the same forward pass in fewer operations gives the plain loop's logits.
 
 Reference: `Transformer.forward` (model.py's plain loop) on the same weights, with the same cache; and
 greedy decoding through it. Checked with q/k/v and gate/up stacked (their kernels agree) and unstacked (k/v on
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import teachllm as tl
-from teachllm import kernels, native
-from teachllm.fast import FastPath
+from teachllm.fastpath import kernels, native
+from teachllm.fastpath.fused import FastPath
 from teachllm.generate import greedy
 from teachllm.model import Trace
 
@@ -85,7 +85,7 @@ def test_fast_path_with_matrices_on_different_kernels(qlm):
 
 def test_decode_attention_in_c_gives_the_plain_loops_logits(qlm):
     """One sequence, decode steps: the fast path takes RoPE, the cache write and attention in C
-    (teachllm/csrc/attention.h). On float32 matrices it gives the plain loop's logits to float rounding. (On
+    (teachllm/fastpath/csrc/attention.h). On float32 matrices it gives the plain loop's logits to float rounding. (On
     the int4 kernel, whose activations are bfloat16, the C file's float order moves a logit by up to 0.3, as
     any other order would: that kernel's own distance from float32 is 1.15.)"""
     if native.why_not():

@@ -21,8 +21,8 @@ import pytest
 import torch
 
 import teachllm as tl
-from teachllm import convert
-from teachllm.manifest import write_manifest
+from teachllm.checkpoints import convert
+from teachllm.checkpoints.manifest import write_manifest
 from teachllm.serving import ServingConfig, ServingEngine
 
 PROBE = [1, 504, 3458, 314, 4649, 28, 30]  # a few ids to compare logits with the shared, untouched cache
@@ -43,7 +43,7 @@ def good_cache(tmp_path_factory):
     (cache folder, what was left before the recovering load, the recovering load's model)."""
     cache = tmp_path_factory.mktemp("killed-cache")
     env = {**os.environ, "TEACHLLM_CACHE": str(cache), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    code = "import teachllm.loading as L; L.checkpoint_folder(progress=False)"
+    code = "import teachllm.checkpoints.loading as L; L.checkpoint_folder(progress=False)"
     child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     # Kill it at a known point: the weights are being written into the work folder. What is left to do then

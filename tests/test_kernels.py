@@ -1,4 +1,4 @@
-"""teachllm.kernels: every candidate computes within its bound, the faithful ones keep the model within the
+"""teachllm.fastpath.kernels: every candidate computes within its bound, the faithful ones keep the model within the
 4-bit path's bound against float32 (and the others do not, which is why they are never chosen), and the chooser
 picks the fastest faithful kernel that runs here, refuses one that computes wrongly, and measures once.
 
@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import teachllm as tl
-from teachllm import kernels, native
 from teachllm.bench import QUALITY_PROMPTS
-from teachllm.convert import clear_cache
+from teachllm.checkpoints.convert import clear_cache
+from teachllm.fastpath import kernels, native
 
 pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]
 

@@ -1,10 +1,10 @@
-"""teachllm.llamacpp: llama.cpp's speed is read from `llama-bench`'s JSON when a binary is there, and the bench
+"""teachllm.fastpath.llamacpp: llama.cpp's speed is read from `llama-bench`'s JSON when a binary is there, and the bench
 goes on with a note when none is (llama.cpp is never a dependency)."""
 
 import json
 import stat
 
-from teachllm import llamacpp
+from teachllm.fastpath import llamacpp
 
 
 def fake_binary(tmp_path, payload: str, code: int = 0):

@@ -1,9 +1,9 @@
-"""teachllm.native and its C kernels ("avx2", and "avx512" where the CPU has it): each C file computes what
+"""teachllm.fastpath.native and its C kernels ("avx2", and "avx512" where the CPU has it): each C file computes what
 its comment says, from the file's own integers, for any number of rows and outputs, with or without the RMSNorm
 before it; it is built once into the cache and run only when the cache's manifest vouches for it; without a
 compiler, or without the instructions, the chooser leaves it out and says why.
 
-References: the formula of teachllm/csrc/gemv_avx2.c written in float64 with PyTorch (each block of
+References: the formula of teachllm/fastpath/csrc/gemv_avx2.c written in float64 with PyTorch (each block of
 activations rounded to 16-bit integers with its own scale), each matrix's float32 weight (`dequantize()`), and
 PyTorch's F.rms_norm.
 """
@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 
 import teachllm as tl
-from teachllm import kernels, native
-from teachllm.manifest import MANIFEST, read_manifest, sha256_of
+from teachllm.checkpoints.manifest import MANIFEST, read_manifest, sha256_of
+from teachllm.fastpath import kernels, native
 
 pytestmark = pytest.mark.skipif(native.why_not() is not None, reason=f"avx2 kernel: {native.why_not()}")
 # the C kernels this CPU runs (avx512 needs AVX-512, and is held back under ATEN_CPU_CAPABILITY=avx2): a kernel

@@ -13,7 +13,7 @@ from gguf.quants import dequantize
 
 import teachllm as tl
 from teachllm.cli import main
-from teachllm.quant import Q4_1Linear, Q8_0Linear
+from teachllm.fastpath.quant import Q4_1Linear, Q8_0Linear
 
 pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]
 
@@ -34,7 +34,7 @@ def qlm():
 def hf_bf16():
     from transformers import AutoModelForCausalLM
 
-    folder = tl.loading.checkpoint_folder(progress=False)
+    folder = tl.checkpoints.loading.checkpoint_folder(progress=False)
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16).eval()
 
 
@@ -54,7 +54,7 @@ def test_every_packed_matrix_dequantises_to_the_float32_weight(lm, qlm):
 
 def test_block_format_matches_the_gguf_packages_dequantiser(qlm):
     """The docstring's block layout, checked against the gguf package on the file's own (un-permuted) rows."""
-    reader = GGUFReader(str(tl.loading.bundled_gguf()))
+    reader = GGUFReader(str(tl.checkpoints.loading.bundled_gguf()))
     tensors = {t.name: t for t in reader.tensors}
     for gguf_name, ours in (("blk.0.ffn_down.weight", "layers.0.mlp.down_proj"), ("token_embd.weight", "lm_head")):
         t = tensors[gguf_name]

@@ -1,8 +1,8 @@
-"""The chapters' quizzes (teachllm.quiz, notebooks/quizzes/) and their widget (teachllm.viz.Quiz).
+"""The chapters' quizzes (teachllm.course.quiz, notebooks/quizzes/) and their widget (teachllm.viz.Quiz).
 
 - Every chapter's quiz loads in both languages: 5–10 questions, the same ids, types, options and typed-in
   answers in English and Chinese, every computed answer present in keys.json, every explanation filled in.
-- keys.json is what the engine computes now, on the bundled model (`python -m teachllm.quiz check` does the same).
+- keys.json is what the engine computes now, on the bundled model (`python -m teachllm.course.quiz check` too).
 - The widget checks answers as Question.is_right does, and its kernel-free form (what the book's page checks
   answers with) carries the loader's questions, answers and explanations.
 - Bad quiz files give errors that name the file, the question and what is wrong.
@@ -13,7 +13,7 @@ import json
 import pytest
 import yaml
 
-from teachllm import quiz
+from teachllm.course import quiz
 from teachllm.viz import Quiz, set_language
 from teachllm.viz.language import language
 
@@ -50,7 +50,7 @@ def test_every_guide_question_is_a_quiz_item():
 
 @pytest.mark.floating
 def test_keys_json_is_what_the_engine_computes(lm32):
-    """Recompute every key on the bundled model, as `python -m teachllm.quiz build` does: on the CPU in float32,
+    """Recompute every key on the bundled model, as `python -m teachllm.course.quiz build` does: on the CPU in float32,
     whatever device the other tests use. Token ids and counts exactly, probabilities within 1e-6."""
     fresh = quiz.compute_all(quiz.chapters(), lm32)
     assert quiz.differences(quiz.read_keys(), fresh) == []

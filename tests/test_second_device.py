@@ -43,7 +43,7 @@ def tiny_folder(tmp_path_factory):
     """A 2-layer random Llama with the bundled model's tokenizer, saved as a checkpoint folder."""
     import transformers
 
-    bundled = tl.loading.checkpoint_folder(progress=False)
+    bundled = tl.checkpoints.loading.checkpoint_folder(progress=False)
     config = transformers.LlamaConfig(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                                       tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)

@@ -6,9 +6,8 @@ import torch
 
 import teachllm as tl
 from teachllm.serving import ServingConfig, ServingEngine, compare_with_contiguous, quality_table
-from teachllm.serving.bench import DOCUMENTS, QUESTION
 from teachllm.serving.parity import contiguous_logits
-from teachllm.serving.workload import compare_batching, mixed_workload
+from teachllm.serving.workload import DOCUMENTS, QUESTION, compare_batching, mixed_workload
 
 pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]  # see conftest.py
 

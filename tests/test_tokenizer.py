@@ -15,7 +15,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def hf_tokenizer(lm):
-    return AutoTokenizer.from_pretrained(tl.loading.checkpoint_folder(progress=False))
+    return AutoTokenizer.from_pretrained(tl.checkpoints.loading.checkpoint_folder(progress=False))
 
 
 @pytest.mark.parametrize("text", TEXTS)

@@ -2,7 +2,7 @@
 """Chapter 2, exercise 2: tokens per character in English, Chinese and emoji."""
 from otter.test_files import test_case
 
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch02-ex2"

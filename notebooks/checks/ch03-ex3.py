@@ -2,7 +2,7 @@
 """Chapter 3, exercise 3: which rows of the logits change when one token of the prompt changes."""
 from otter.test_files import test_case
 
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch03-ex3"

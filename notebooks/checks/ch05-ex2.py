@@ -6,7 +6,7 @@ import numbers
 from otter.test_files import test_case
 
 import teachllm as tl
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch05-ex2"

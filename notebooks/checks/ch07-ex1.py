@@ -4,7 +4,7 @@ import torch
 from otter.test_files import test_case
 
 from teachllm import sampling
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch07-ex1"

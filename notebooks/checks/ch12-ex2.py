@@ -4,7 +4,7 @@ import torch
 from otter.test_files import test_case
 
 import teachllm as tl
-from teachllm.grading import say
+from teachllm.course.grading import say
 from teachllm.lm import LanguageModel
 from teachllm.model import Transformer
 from teachllm.serving import ServingConfig, ServingEngine

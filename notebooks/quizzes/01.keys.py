@@ -1,7 +1,7 @@
 """Chapter 1's computed answers: the chat prompt's length, the KV cache after six steps, and greedy's first token."""
 
 import teachllm as tl
-from teachllm.quiz import next_token
+from teachllm.course.quiz import next_token
 
 QUESTION = "What is the capital of France?"
 

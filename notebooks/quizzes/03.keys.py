@@ -2,7 +2,7 @@
 one position through the LM head."""
 
 import teachllm as tl
-from teachllm.quiz import next_token
+from teachllm.course.quiz import next_token
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
 

@@ -4,7 +4,7 @@ steps."""
 import dataclasses
 
 import teachllm as tl
-from teachllm.quiz import next_token
+from teachllm.course.quiz import next_token
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"  # the chapter's prompt
 

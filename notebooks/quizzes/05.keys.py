@@ -1,7 +1,7 @@
 """Chapter 5 quiz keys: the token the first decode step gives after ' Rome', the matmul FLOPs and the arithmetic
 intensity of one decode step (against 2 × parameters), and the cache's length after a prefill and a few decode steps."""
 import teachllm as tl
-from teachllm.quiz import next_token
+from teachllm.course.quiz import next_token
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"  # the chapter's prompt
 

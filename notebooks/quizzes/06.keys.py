@@ -6,7 +6,7 @@ import math
 import torch
 
 from teachllm import sampling
-from teachllm.quiz import next_token
+from teachllm.course.quiz import next_token
 
 SURE, OPEN = "The capital of France is", "Once upon a time, there was a"  # the chapter's two prompts
 TEMPERATURES = (0.5, 1.0, 1.5)

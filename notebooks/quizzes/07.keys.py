@@ -2,7 +2,7 @@
 with a repetition penalty of 1.05 (which counts the prompt) and with a presence penalty of 1.5 (which counts only
 the output)."""
 from teachllm import sampling
-from teachllm.quiz import next_token
+from teachllm.course.quiz import next_token
 
 PROMPT = "List of animals: dog, cat,"  # the chapter's looping prompt
 

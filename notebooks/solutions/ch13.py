@@ -5,8 +5,8 @@ The file runs as one script; each `# %% Exercise K` section defines the names ex
 """
 import teachllm as tl
 from teachllm.serving import ServingConfig, ServingEngine, blend, precompute_chunk, speculative_generate
-from teachllm.serving.bench import DOCUMENTS, QUESTION
 from teachllm.serving.cacheblend import compare_logits, logits_after
+from teachllm.serving.workload import DOCUMENTS, QUESTION
 
 lm = tl.load(device="cpu", dtype="float32")
 tok = lm.tokenizer

@@ -237,7 +237,7 @@ assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_
 # Work in the cells below, one per exercise.
 
 # %% tags=["check"] slideshow={"slide_type": "skip"}
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

@@ -369,7 +369,7 @@ print("chat answer:", repr(lm.generate(question, tl.SamplingParams(temperature=0
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

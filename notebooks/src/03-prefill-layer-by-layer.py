@@ -372,7 +372,7 @@ explorer
 # ```
 #
 # teachllm's real code has the same outline. `lm.prefill` checks its input and calls the model with
-# `last_only=True` (the 4-bit model of section 10.13 takes a shortcut here, `teachllm.fast`: the same pass in
+# `last_only=True` (the 4-bit model of section 10.13 takes a shortcut here, `teachllm.fastpath.fused`: the same pass in
 # fewer operations):
 
 # %%
@@ -429,7 +429,7 @@ print(inspect.getsource(Transformer.forward))
 # Work in the cells below, one per exercise.
 
 # %% tags=["check"] slideshow={"slide_type": "skip"}
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

@@ -451,7 +451,7 @@ CacheGrowthView(lm, prompt, params)
 # Work in the cells below, one per exercise.
 
 # %% tags=["check"] slideshow={"slide_type": "skip"}
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

@@ -326,7 +326,7 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(lm, S)),  # lm
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

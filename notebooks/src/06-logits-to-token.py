@@ -542,7 +542,7 @@ viz.DistributionExplorer(lm, question)
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

@@ -334,7 +334,7 @@ for name, penalties in tips.items():
 # Work in the cells below.
 
 # %% tags=["check"] slideshow={"slide_type": "skip"}
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

@@ -251,7 +251,7 @@ except ValueError as error:
 # Work in the cells below.
 
 # %% tags=["check"] slideshow={"slide_type": "skip"}
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

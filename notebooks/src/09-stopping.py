@@ -250,7 +250,7 @@ print("full text      :", out.text)
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

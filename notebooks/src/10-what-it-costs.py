@@ -25,7 +25,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import teachllm as tl
-from teachllm import cost, quant, roofline, viz
+from teachllm import cost, roofline, viz
+from teachllm.fastpath import quant
 from teachllm.roofline import PhasePoint, format_points
 
 viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
@@ -694,7 +695,7 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 # per block: $w = dq + m$, 5 bits per weight in all) and the embedding, which is also the LM head, as **Q8_0**
 # (8-bit integers, one float16 scale per 32: 8.5 bits per weight). `tl.load()` de-quantises all of it to
 # float32. `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly, through PyTorch's
-# packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.quant`.
+# packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.fastpath.quant`.
 # `kernel="int4"` asks for that kernel on every machine, so that the numbers below are the same everywhere;
 # which kernel is fastest depends on the CPU (the end of this section).
 #
@@ -837,7 +838,7 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # not guess. With `kernel="auto"`, the default, it times each group of same-shaped matrices on each kernel, once
 # on this machine, inside a whole step's worth of matrix calls (so that the weights come from memory, as in a
 # real step). It keeps the fastest (on a near-tie, the one closest to float32) and saves the choice for later
-# loads (`teachllm.kernels`; a few seconds, once). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
+# loads (`teachllm.fastpath.kernels`; a few seconds, once). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
 # int8 with one scale per row and fbgemm's dynamic int8 leave that bound (`tests/test_kernels.py` measures both
 # and asserts it), so they are there only to force and compare. `describe()` prints this machine's choice: its
 # CPU and instruction set, then one row per group with the milliseconds its matrices took in a step on each
@@ -852,7 +853,7 @@ print(auto.describe())
 #
 # PyTorch's 4-bit kernel is written for AVX-512 first. With AVX2 only, as on most laptops, it turns every weight
 # into a float32 and spends two multiply-adds on it, and it runs at about half its AVX-512 speed. So teachllm
-# carries a kernel of its own, in C: `teachllm/csrc/gemv_avx2.c`, `avx2` in the table above. It works the way
+# carries a kernel of its own, in C: `teachllm/fastpath/csrc/gemv_avx2.c`, `avx2` in the table above. It works the way
 # llama.cpp does. The activations are cut into blocks as long as the weights' blocks, and each block is rounded
 # to integers with a scale of its own. The file's integers are then multiplied by them as integers: one AVX2
 # instruction multiplies sixteen pairs and adds them in pairs, exactly. llama.cpp rounds the activations to
@@ -865,7 +866,7 @@ print(auto.describe())
 # scales as they are. Here is the AVX2 kernel's inner step, the dot product of one block:
 
 # %% tags=["nbval-ignore-output"]
-from teachllm import kernels, native  # noqa: E402
+from teachllm.fastpath import kernels, native  # noqa: E402
 
 source = native.SOURCE.read_text()
 start = source.index("/* q . xi for one block")
@@ -888,22 +889,22 @@ else:
 # A decode step is not only matrix multiplies. Between them come the norms, RoPE, attention, the cache and the
 # bookkeeping of every small PyTorch operation: a few microseconds each, whatever its size. Once the weights
 # are 4-bit, that part is a large share of the step. `model.py` writes the layer out as this course explains it;
-# `teachllm.fast` runs the same arithmetic in fewer operations. It stacks the rows of q, k and v into one matrix
+# `teachllm.fastpath.fused` runs the same arithmetic in fewer operations. It stacks the rows of q, k and v into one matrix
 # (and gate and up into another), so one call replaces three (or two). It rotates q and k together. The RMSNorm
 # before q/k/v and before gate/up is PyTorch's fused `F.rms_norm`, or, on teachllm's C kernels, no PyTorch
 # operation at all: the C file normalises the rows as it reads them. When one sequence decodes, RoPE, the cache
-# write and attention, a dozen PyTorch operations a layer, are one C call (`teachllm/csrc/attention.h`), the same
+# write and attention, a dozen PyTorch operations a layer, are one C call (`teachllm/fastpath/csrc/attention.h`), the same
 # sums in float32. `prefill` and `decode_step` take it when nothing is traced; `step_through` and a
 # `Trace` take the plain loop, which they need. Here is the plain layer, then the fast loop:
 
 # %%
 import inspect  # noqa: E402
 
-from teachllm import fast  # noqa: E402
+from teachllm.fastpath import fused  # noqa: E402
 from teachllm.model import DecoderLayer  # noqa: E402
 
 print(inspect.getsource(DecoderLayer.forward))
-print(inspect.getsource(fast.FastPath.__call__))
+print(inspect.getsource(fused.FastPath.__call__))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Both give the same logits, to float rounding:
@@ -964,7 +965,7 @@ for name, row in speeds.items():
 #   faster, at the cost of bfloat16-sized rounding in the logits.
 # - Which kernel multiplies those weights fastest depends on the CPU's instructions: `kernel="auto"` measures
 #   it once per machine and keeps the fastest kernel that stays within the bound. Between the matrices, the
-#   fast path (`teachllm.fast`) does the same arithmetic in fewer operations.
+#   fast path (`teachllm.fastpath.fused`) does the same arithmetic in fewer operations.
 #
 # ## Exercises
 # 1. At what prompt length does attention ($QK^\top$ and $\text{scores} \cdot V$) reach half of a layer's prefill
@@ -987,7 +988,7 @@ for name, row in speeds.items():
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

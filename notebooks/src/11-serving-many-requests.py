@@ -271,7 +271,7 @@ for name, a, b in rows:
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # On a CPU an iteration's time grows with the tokens in it, so the wall-clock gains are smaller than the
 # iteration counts suggest; on a GPU, where a decode iteration costs about the same for 1 or 4 rows, they are
-# close to the iteration ratio. `python -m teachllm.serving.bench` runs a larger workload, with more requests
+# close to the iteration ratio. `python -m teachllm.bench.serving` runs a larger workload, with more requests
 # and more of them at once.
 #
 # ## 11.4 Chunked prefill: a long prompt among decoders
@@ -369,7 +369,7 @@ for name, run in chunk_runs.items():
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

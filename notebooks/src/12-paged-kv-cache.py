@@ -354,7 +354,7 @@ print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.byt
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

@@ -36,7 +36,7 @@ from teachllm.serving import (
     quantize_int8,
     shift_keys,
 )
-from teachllm.serving.bench import DOCUMENTS, QUESTION
+from teachllm.serving.workload import DOCUMENTS, QUESTION
 from teachllm.viz.serving import blend_quality_figure
 
 viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
@@ -348,7 +348,7 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # Work in the cells below.
 
 # %% tags=["check"]
-from teachllm import grading
+from teachllm.course import grading
 
 grader = grading.checker()
 

@@ -27,6 +27,22 @@ from .config import ServingConfig
 from .engine import ServingEngine
 from .metrics import ServingRun
 
+# Chapter 13's workloads (and the serving bench's): CacheBlend's four short documents and a question about two of
+# them; speculative decoding's prompt, QUESTION_SPEC
+DOCUMENTS = [
+    "Document 1: Alice Martin is a marine biologist who lives in Lisbon. She studies octopuses and has two cats "
+    "named Pixel and Byte. ",
+    "Document 2: The Lisbon Oceanarium opened in 1998 and is one of the largest aquariums in Europe. It holds "
+    "about eight thousand animals. ",
+    "Document 3: Bob Chen is a pastry chef in Montreal. His bakery is famous for its maple croissants, which sell "
+    "out every morning. ",
+    "Document 4: Octopuses have three hearts and blue blood. They can change colour in a fraction of a second to "
+    "hide from predators. ",
+]
+QUESTION_SPEC = "Explain why the sky is blue."
+QUESTION = ("Question: In which city does Alice live, and what does she study? "
+            "Answer: Alice lives in Lisbon and she studies octopuses.")
+
 PROMPTS = [
     "The three primary colours are",
     "Once upon a time, in a small village by the sea, there lived an old fisherman who",

@@ -5,7 +5,7 @@
 
 `data` computes what to draw with teachllm's own code, `figures` turns it into plotly figures
 (static, for the book and the tests), `widgets` puts controls around them for JupyterLab.
-`Quiz(chapter)` is a chapter's self-check quiz (teachllm.quiz's data).
+`Quiz(chapter)` is a chapter's self-check quiz (teachllm.course.quiz's data).
 `set_language("zh")` draws and prints their words in Chinese (`tr`, with the catalogue in `zh`).
 The engine never imports this package; this package only reads the engine's data.
 """

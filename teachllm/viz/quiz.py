@@ -1,7 +1,7 @@
 """A chapter's self-check quiz as a widget: `viz.Quiz(6)`, the last thing in a notebook cell.
 
 Each question shows its text, radio buttons (a choice, or which token comes next) or a number box, and a
-"Check" button; checking says ✓ or ✗ and shows the explanation. The questions are teachllm.quiz's final form
+"Check" button; checking says ✓ or ✗ and shows the explanation. The questions are teachllm.course.quiz's final form
 (notebooks/quizzes/NN.<lang>.yaml with the engine's answers from keys.json) in the language of
 `viz.language()`, so no model is loaded. In the book the same quiz runs with no kernel: `static_form` carries
 every question, the right answers and the explanations, and book/_static/teachllm-widgets.js (`quizWidget`)
@@ -15,7 +15,7 @@ import re
 
 import ipywidgets as widgets
 
-from .. import quiz
+from ..course import quiz
 from . import static
 from .language import language, tr
 

@@ -1,6 +1,6 @@
 """The chapters' quizzes in the built book, with no kernel (book/_static/teachllm-widgets.js, `quizWidget`).
 
-In chapter 3 of each edition: the page's Quiz widget holds the loader's questions (teachllm.quiz.load) in the
+In chapter 3 of each edition: the page's Quiz widget holds the loader's questions (teachllm.course.quiz.load) in the
 edition's language; one question answered right and one wrong get data-result="right" and "wrong", a ✓ and a ✗,
 and their explanations become visible; nothing is requested outside 127.0.0.1. Screenshots of the answered quiz:
 artifacts/screenshots/quiz-en.png and quiz-zh.png.
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from browser_support import SCREENSHOTS, local_page, missing, serve
 
-from teachllm import quiz
+from teachllm.course import quiz
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"

@@ -2,7 +2,7 @@
 from otter.test_files import test_case
 
 from teachllm.bpe import train_bpe
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch02-ex1"

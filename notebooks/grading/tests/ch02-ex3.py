@@ -1,7 +1,7 @@
 """Chapter 2, exercise 3: a user message that contains <|im_end|>."""
 from otter.test_files import test_case
 
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch02-ex3"

@@ -3,7 +3,7 @@ import torch
 from otter.test_files import test_case
 
 import teachllm as tl
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch03-ex2"

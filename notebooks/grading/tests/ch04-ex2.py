@@ -2,7 +2,7 @@
 import torch
 from otter.test_files import test_case
 
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch04-ex2"

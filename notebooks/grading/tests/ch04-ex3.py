@@ -4,7 +4,7 @@ import dataclasses
 from otter.test_files import test_case
 
 import teachllm as tl
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch04-ex3"

@@ -3,7 +3,7 @@ import torch
 from otter.test_files import test_case
 from transformers import MinPLogitsWarper, TopKLogitsWarper
 
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch06-ex3"

@@ -4,7 +4,7 @@ import numbers
 import torch
 from otter.test_files import test_case
 
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch08-ex2"

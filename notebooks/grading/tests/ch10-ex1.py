@@ -3,7 +3,7 @@ from otter.test_files import test_case
 
 import teachllm as tl
 from teachllm import cost
-from teachllm.grading import say
+from teachllm.course.grading import say
 
 OK_FORMAT = False
 name = "ch10-ex1"

@@ -4,7 +4,7 @@ import random
 
 from otter.test_files import test_case
 
-from teachllm.grading import say
+from teachllm.course.grading import say
 from teachllm.serving import expected_tokens_per_call
 
 OK_FORMAT = False

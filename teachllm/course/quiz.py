@@ -9,9 +9,9 @@ Each chapter NN has, in notebooks/quizzes/,
 
 and keys.json holds every computed answer of every chapter, as the engine gave it when the quizzes were built:
 
-    python -m teachllm.quiz build     # run every NN.keys.py on the bundled model, write notebooks/quizzes/keys.json
-    python -m teachllm.quiz check     # compute them again and compare with keys.json; exit 1 on any difference
-    python -m teachllm.quiz build 3   # only chapter 3 (the other chapters' entries stay)
+    python -m teachllm.course.quiz build    # run every NN.keys.py on the bundled model, write keys.json
+    python -m teachllm.course.quiz check    # compute them again, compare with keys.json; exit 1 on a difference
+    python -m teachllm.course.quiz build 3  # only chapter 3 (the other chapters' entries stay)
 
 A question's final form is its YAML entry with its keys.json entry filled in: the options and the answer of a
 computed question come from the engine, never from the YAML, and its explanation is a `str.format` template over
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import yaml
 
-QUIZZES = Path(__file__).resolve().parents[1] / "notebooks" / "quizzes"
+QUIZZES = Path(__file__).resolve().parents[2] / "notebooks" / "quizzes"
 KEYS_JSON = QUIZZES / "keys.json"
 CHAPTERS = range(1, 14)
 LANGUAGES = ("en", "zh")
@@ -267,7 +267,7 @@ def next_token(lm, prompt: str | None = None, chat: str | None = None, n_options
 
 def read_keys(file: Path = KEYS_JSON) -> dict:
     if not file.is_file():
-        raise QuizError(f"{file} is missing: run `python -m teachllm.quiz build`")
+        raise QuizError(f"{file} is missing: run `python -m teachllm.course.quiz build`")
     return json.loads(file.read_text(encoding="utf-8"))
 
 
@@ -286,7 +286,7 @@ def final(q: dict, keys: dict, where: str) -> Question:
     """One question with its computed key filled in."""
     entry = keys.get(q["id"]) if "key" in q else {}
     if entry is None:
-        _fail(where, "no computed key for it (in keys.json: run `python -m teachllm.quiz build`)")
+        _fail(where, "no computed key for it (in keys.json: run `python -m teachllm.course.quiz build`)")
     answer = entry.get("answer", q.get("answer"))
     options = entry.get("options", q.get("options", []))
     if q["type"] != "numeric":
@@ -370,7 +370,7 @@ def validate_all(keys: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m teachllm.quiz", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m teachllm.course.quiz", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("build", "check"),
                         help="build: write notebooks/quizzes/keys.json; check: compare it with a fresh computation")
     parser.add_argument("chapters", nargs="*", type=int,
@@ -397,8 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in found:
         print(line, file=sys.stderr)
     if found:
-        print(f"{len(found)} difference(s): run `python -m teachllm.quiz build` if the engine's answers are right",
-              file=sys.stderr)
+        print(f"{len(found)} difference(s): run `python -m teachllm.course.quiz build` if the engine's answers are "
+              "right", file=sys.stderr)
         return 1
     print(f"keys.json matches the engine (chapters {', '.join(keys)})")
     return 0

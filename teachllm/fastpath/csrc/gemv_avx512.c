@@ -1,4 +1,4 @@
-/* teachllm.kernels' "avx512" kernel: gemv_avx2.c's arithmetic, sixteen lanes wide, two outputs per vector.
+/* teachllm.fastpath.kernels' "avx512" kernel: gemv_avx2.c's arithmetic, sixteen lanes wide, two outputs per vector.
 
    The sum is the same as in gemv_avx2.c (read that file first): per block of 32, the weights' integers q times
    the activations rounded to 16-bit integers xi, exactly, in 32-bit integers; then d * s and the minimum term in

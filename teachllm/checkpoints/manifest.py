@@ -7,7 +7,7 @@ teachllm may delete is decided by that manifest alone:
   - every name in a manifest is a plain file name in its folder (no `/`, no `..`, not a link), checked
     before any file it names is looked at;
   - a manifest that fails those rules, or is not what `write_manifest` writes, lists nothing: its folder
-    counts as damaged (teachllm.convert converts it again) and none of its files is deleted but the manifest;
+    counts as damaged (convert.py converts it again) and none of its files is deleted but the manifest;
   - a folder without a manifest is not teachllm's, and is never deleted.
 """
 

@@ -2,7 +2,7 @@
 
 PyTorch's own 4-bit kernel is written for AVX-512; on a CPU with AVX2 only (most laptops) it runs at about
 half its speed. gemv_avx2.c multiplies the GGUF blocks by the activations with AVX2 integer dot products, the
-way llama.cpp does (teachllm.kernels calls it the "avx2" kernel); gemv_avx512.c is the same arithmetic with
+way llama.cpp does (teachllm.fastpath.kernels calls it the "avx2" kernel); gemv_avx512.c is the same arithmetic with
 512-bit vectors, two outputs per vector (the "avx512" kernel). Each is compiled with the C compiler already on
 the machine ($CC, else `cc`), once, into the cache folder, and loaded with ctypes: no build step at install,
 and nothing runs when there is no compiler or the CPU lacks the instructions: then `library()` raises, and the
@@ -11,7 +11,7 @@ shared among torch.get_num_threads() threads; PyTorch's CPU build loads the same
 thread pool.
 
 The compiled file sits in the cache's `kernels` folder, listed with its SHA-256 in that folder's manifest
-(teachllm.manifest): a library is loaded only when the manifest lists it with that digest, so a file teachllm
+(checkpoints/manifest.py): a library is loaded only when the manifest lists it with that digest, so a file teachllm
 did not write is never run, and `make clean-cache` removes it with the rest.
 """
 
@@ -102,7 +102,7 @@ def compiler() -> str | None:
 def library(name: str = "avx2") -> ctypes.CDLL:
     """The compiled kernel `name`, built into the cache folder on first use (about a second); RuntimeError if it
     cannot be built or loaded here."""
-    from .convert import cache_dir
+    from ..checkpoints.convert import cache_dir
 
     reason = why_not(name)
     if reason:
@@ -123,7 +123,7 @@ def library(name: str = "avx2") -> ctypes.CDLL:
 def build(cc: str, folder: Path, name: str = "avx2") -> Path:
     """The compiled file in `folder`: the one already there if the folder's manifest lists it with its digest,
     else built now (to a temporary name, then renamed, so that a process using the old file keeps it)."""
-    from .manifest import ManifestError, read_manifest, sha256_of, write_manifest
+    from ..checkpoints.manifest import ManifestError, read_manifest, sha256_of, write_manifest
 
     if folder.is_symlink():
         raise RuntimeError(f"{folder} is a link; teachllm writes only into folders of its own")

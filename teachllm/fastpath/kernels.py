@@ -4,7 +4,7 @@
     print(lm.describe())                      #   measured once on this machine, then read from the cache
     tl.load(weights="gguf", kernel="int4")    # one kernel for every matrix, to compare
 
-A quantised layer (teachllm.quant) keeps the file's blocks exactly. To multiply by them it needs them in the
+A quantised layer (teachllm.fastpath.quant) keeps the file's blocks exactly. To multiply by them it needs them in the
 layout some kernel reads, and which kernel is fastest depends on the CPU: its vector instructions (AVX2,
 AVX-512 and its VNNI and BF16 extensions, ARM's NEON), its caches and its memory. So nothing is assumed:
 `choose` times each group of same-shaped matrices on each candidate, inside a whole decode step's worth of
@@ -18,10 +18,10 @@ The candidates (`KERNELS`):
     int4          the file's own 4-bit integers, PyTorch's packed int4 kernel (bfloat16 activations in, bfloat16
                   out); the Q8_0 head as two 4-bit digits, two passes. Reads 0.5–1 byte a weight.
     avx2          the file's own integers (4-bit and 8-bit alike, one pass), teachllm's C kernel for CPUs with AVX2
-                  and FMA (teachllm/csrc/gemv_avx2.c, built on first use by teachllm.native): activations rounded
+                  and FMA (csrc/gemv_avx2.c, built on first use by native.py): activations rounded
                   to 16-bit integers per block of 32, integer dot products, float32 out. 0.63–1.06 bytes a weight
                   (the file's own float16 scales). It can apply the RMSNorm before it as it reads the rows.
-    avx512        the same arithmetic with 512-bit vectors, two outputs per vector (teachllm/csrc/gemv_avx512.c),
+    avx512        the same arithmetic with 512-bit vectors, two outputs per vector (csrc/gemv_avx512.c),
                   for CPUs with AVX-512 (F, BW, VL, DQ) and VNNI, unless ATEN_CPU_CAPABILITY holds PyTorch below.
     float16       the weight de-quantised to float16, fbgemm's packed float16 GEMM with float32 activations: each
                   weight rounded to 11 significant bits (Q4_1's values need up to 15). 2 bytes a weight.
@@ -180,8 +180,8 @@ class DynamicInt8(nn.Module):
 
 
 class Avx2(nn.Module):
-    """The file's own integers, multiplied by teachllm's C kernel (teachllm/csrc/gemv_avx2.c, built on first use
-    by teachllm.native): float32 activations in, each block of 32 rounded to 16-bit integers with its own scale,
+    """The file's own integers, multiplied by teachllm's C kernel (csrc/gemv_avx2.c, built on first use
+    by native.py): float32 activations in, each block of 32 rounded to 16-bit integers with its own scale,
     integer dot products with AVX2, float32 scales and sums, float32 out. Q4_1 and Q8_0 alike, in one pass."""
 
     c_file = "avx2"
@@ -229,7 +229,7 @@ class Avx2(nn.Module):
 
 
 class Avx512(Avx2):
-    """The same arithmetic with 512-bit vectors (teachllm/csrc/gemv_avx512.c): each vector holds one block of two
+    """The same arithmetic with 512-bit vectors (csrc/gemv_avx512.c): each vector holds one block of two
     outputs. The 8-bit head's integers are re-ordered to match: in each pair of outputs, the first halves of both
     blocks, then the second halves."""
 
@@ -465,7 +465,7 @@ def choose(model: nn.Module, groups: list[Group], candidates=FAITHFUL) -> None:
 
 # ---- the cache: one measurement per machine ----------------------------------------------------------------
 def cache_file(model_key: str, facts: dict) -> Path:
-    from .convert import cache_dir  # here: the cache folder is read from the environment at call time
+    from ..checkpoints.convert import cache_dir  # here: the cache folder is read from the environment at call time
 
     digest = hashlib.sha256(json.dumps([model_key, facts], sort_keys=True).encode()).hexdigest()[:20]
     return cache_dir() / "kernels" / f"{digest}.json"
@@ -487,9 +487,9 @@ def read_choice(path: Path, groups: list[Group]) -> bool:
 
 
 def save_choice(path: Path, choice: Choice) -> None:
-    """Write the choice next to the converted checkpoints, in a folder with its own manifest (teachllm.manifest),
+    """Write the choice next to the converted checkpoints, in a folder with its own manifest (checkpoints/manifest.py),
     so that `make clean-cache` removes it with them."""
-    from .manifest import write_manifest
+    from ..checkpoints.manifest import write_manifest
 
     path.parent.mkdir(parents=True, exist_ok=True)
     groups = [{k: v for k, v in asdict(g).items() if k != "names"} for g in choice.groups]

@@ -11,7 +11,7 @@ The bundled GGUF stores each layer matrix in 5 bits per weight (Q4_1) and the em
 the LM head, in 8.5 bits (Q8_0); `tl.load()` turns all of it into 32-bit floats. These classes keep
 the stored blocks, and so the exact weights: every `dequantize()` equals the float32 weight.
 
-To multiply, a layer hands its activations to a *kernel* (teachllm.kernels), which holds the same weight in
+To multiply, a layer hands its activations to a *kernel* (teachllm.fastpath.kernels), which holds the same weight in
 the layout it reads: by default PyTorch's packed int4 kernel on the stored integers, or, where this CPU
 multiplies faster another way, a float16 or bfloat16 copy (`tl.load` measures that once per machine;
 `lm.describe()` says what it chose and why). Norms, attention and the residual stream stay float32.
@@ -52,7 +52,7 @@ class QuantisedLinear(nn.Module):
         self.use_kernel("int4", kernels.build(self, "int4"))
 
     def use_kernel(self, name: str, impl: nn.Module) -> None:
-        """Multiply through `impl` (kernel `name`'s layout of this weight, from teachllm.kernels.build)."""
+        """Multiply through `impl` (kernel `name`'s layout of this weight, from teachllm.fastpath.kernels.build)."""
         self.kernel, self.impl = name, impl
 
     @property

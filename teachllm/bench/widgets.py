@@ -1,6 +1,6 @@
 """How long the distribution explorer takes to redraw after a slider move (target: under 50 ms on a CPU).
 
-    python -m teachllm.viz.bench            # bundled model, prompt below, 3 × 40 slider values
+    python -m teachllm.bench.widgets            # bundled model, prompt below, 3 × 40 slider values
 
 The model's logits are computed once when the explorer is built. A slider move then costs:
 process_logits on one [V] row (V = 49,152 for the bundled model), a top-k for the bars, and an
@@ -17,7 +17,7 @@ import time
 import torch
 
 from ..lm import load
-from . import data, figures, widgets
+from ..viz import data, figures, widgets
 
 PROMPT = "The three primary colours are"
 
@@ -55,7 +55,7 @@ def run(lm, prompt: str = PROMPT, n_values: int = 40) -> dict:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m teachllm.viz.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m teachllm.bench.widgets", description=__doc__.split("\n")[0])
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--values", type=int, default=40, help="slider values per setting")
     args = parser.parse_args(argv)

@@ -4,7 +4,7 @@ The bundled SmolLM2-135M-Instruct ships as a 4-bit GGUF file inside the `llm-smo
 first load converts it (de-quantised to float32) into a safetensors checkpoint in the cache folder,
 `$TEACHLLM_CACHE` (default ~/.cache/teachllm); later loads read that in about a second. Any other
 .gguf file given to `tl.load` is converted the same way, into a folder of its own. Each folder carries
-a manifest (teachllm.manifest), which also decides what teachllm may ever delete.
+a manifest (teachllm.checkpoints.manifest), which also decides what teachllm may ever delete.
 """
 
 from __future__ import annotations

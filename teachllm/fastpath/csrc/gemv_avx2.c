@@ -1,4 +1,4 @@
-/* teachllm.kernels' "avx2" kernel: GGUF blocks times activations, with AVX2 integer dot products.
+/* teachllm.fastpath.kernels' "avx2" kernel: GGUF blocks times activations, with AVX2 integer dot products.
 
    For a row x of activations and one output n, the de-quantised weight is w = d*q + m per block of 32, so
 

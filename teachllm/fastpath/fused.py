@@ -16,7 +16,7 @@ same things with fewer operations:
     nn.Module calls for every piece           a plain loop over the layers' tensors
     attention with an all-true mask (decode)  attention without one
     RoPE, cache write, attention: a dozen     decoding one sequence, where the C kernels run: one C call,
-    operations for each layer                 decode_attention (teachllm/csrc/attention.h), the same sums
+    operations for each layer                 decode_attention (teachllm/fastpath/csrc/attention.h), the same sums
 
 The arithmetic is the same, the order of some float additions aside, so the logits agree with the plain
 path to float rounding (tests/test_fast.py). `tl.load(weights="gguf")` uses it for prefill and decode when
@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..cache import KVCache
+from ..model import Transformer
 from . import kernels, native
-from .cache import KVCache
-from .model import Transformer
 from .quant import QuantisedLinear, quantised_linear
 
 
@@ -83,7 +83,7 @@ class FastPath:
         self.sign = torch.cat([-torch.ones(half), torch.ones(half)])  # [d]: rotate_half(x) = roll(x, d/2) · sign
 
     def c_attention(self, cache, B: int, S: int, mask):
-        """The C library whose decode_attention (teachllm/csrc/attention.h) can take this step's attention, or
+        """The C library whose decode_attention (teachllm/fastpath/csrc/attention.h) can take this step's attention, or
         None: it takes one token of one sequence that reads every key, in a float32 KVCache on the CPU, without
         q/k norms, where teachllm's C kernels run."""
         c, first = self.model.config, self.model.layers[0].self_attn

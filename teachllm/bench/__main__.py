@@ -1,0 +1,3 @@
+from .decode import main
+
+main()

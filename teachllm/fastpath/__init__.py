@@ -1,0 +1,15 @@
+"""The fast paths: the same forward pass as model.py, computed with fewer operations or cheaper weights.
+
+Not the lesson. A student reads model.py, cache.py and generate.py; this package is what `tl.load(weights="gguf")`
+switches on, and what chapter 10 measures and explains (its section on 4-bit weights and the kernels):
+
+    quant.py      the GGUF's 4-bit and 8-bit blocks as PyTorch layers (Q4_1, Q8_0), multiplied where they lie
+    kernels.py    which kernel multiplies each group of matrices on this CPU, chosen by timing them once
+    native.py     builds and loads teachllm's C kernels (csrc/: AVX2 and AVX-512 integer dot products, attention)
+    fused.py      the forward pass in fewer operations: stacked q/k/v and gate/up, fused RMSNorm, one C call for
+                  a decode step's attention
+    llamacpp.py   llama.cpp's speed on the same file, for the bench, when it is installed
+
+Every path here is checked against the plain one: the same logits to float rounding (tests/test_fast.py,
+tests/test_kernels.py, tests/test_native.py, tests/test_quant.py).
+"""
