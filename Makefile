@@ -18,10 +18,15 @@ demo: setup
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
+# Each pytest run ends with its peak resident memory (the tests' process and the largest it started: the notebook
+# kernels); the last line is the whole run's time.
 test: setup
-	$(VENV)/bin/ruff check teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions notebooks/grading notebooks/quizzes book
-	$(PINNED) $(PY) -m pytest
-	$(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb notebooks/zh/*.ipynb
+	@start=$$(date +%s); \
+	$(VENV)/bin/ruff check conftest.py teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions notebooks/grading notebooks/quizzes book \
+	&& $(PINNED) $(PY) -m pytest \
+	&& $(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb notebooks/zh/*.ipynb; \
+	status=$$?; elapsed=$$(( $$(date +%s) - start )); \
+	echo "make test: $$(( elapsed / 60 )) min $$(( elapsed % 60 )) s, exit status $$status"; exit $$status
 
 # The tests whose results depend on the CPU's kernels (marked `floating`) and every notebook, again with PyTorch,
 # oneDNN, MKL and fbgemm limited to their AVX2 kernels: what most laptops run (Intel's consumer chips since Alder Lake and
@@ -96,7 +101,7 @@ instructor: setup
 	$(PY) scripts/build_instructor.py
 
 lint: setup
-	$(VENV)/bin/ruff check teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions notebooks/grading notebooks/quizzes book
+	$(VENV)/bin/ruff check conftest.py teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions notebooks/grading notebooks/quizzes book
 
 bench: setup
 	$(PY) -m teachllm.bench

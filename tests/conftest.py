@@ -38,17 +38,23 @@ def pytest_make_collect_report(collector):
         report.longrepr = f"skipped under CI=true, where every test must run: {report.longrepr}"
 
 
-def pytest_terminal_summary(terminalreporter):
-    """At the end of the run: the peak resident memory of this test process, and of the largest process it started
-    (the notebook kernels, the grader), so that a run says what memory it needs."""
-    import resource
-    import sys
-
-    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in bytes on macOS, KiB on Linux
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit / 2**30
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * unit / 2**30
-    terminalreporter.write_line(f"peak resident memory: {own:.2f} GiB in the test process, {child:.2f} GiB in the "
-                                f"largest process it started")
+def pytest_collection_modifyitems(items):
+    """A test module that defines `run_in_order_of(item)` has its tests run sorted by that key (a stable sort,
+    within the module): tests that share an expensive setup run one after another, and the setup is built once."""
+    start = 0
+    while start < len(items):
+        module = items[start].module
+        end = start
+        while end < len(items) and items[end].module is module:
+            end += 1
+        key = getattr(module, "run_in_order_of", None)
+        if callable(key):
+            items[start:end] = sorted(items[start:end], key=key)
+        start = end
+    for item in items:
+        for name in ("hf_model", "qlm_int4"):
+            if name in getattr(item, "fixturenames", ()):
+                LAST_USER[name] = item.nodeid
 
 
 def pytest_report_header(config):
@@ -106,13 +112,42 @@ def agree_until_a_near_tie():
     return agreeing_until_a_near_tie
 
 
-@pytest.fixture(scope="session")
+# Models that several test files use, beyond `lm`: each is loaded once, on first use, and released after the last
+# test that uses it (found when the tests are collected), so that the run holds only the models it still needs.
+SHARED: dict[str, object] = {}
+LAST_USER: dict[str, str] = {}  # shared fixture → the node id of the last collected test that uses it
+
+
+def shared(name: str, load):
+    if name not in SHARED:
+        SHARED[name] = load()
+    return SHARED[name]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    for name, last in LAST_USER.items():
+        if last == item.nodeid:
+            SHARED.pop(name, None)
+
+
+@pytest.fixture(scope="module")
 def hf_model(lm):
     """The same weights in transformers' own LlamaForCausalLM: the reference."""
-    from transformers import AutoModelForCausalLM
+    def load():
+        from transformers import AutoModelForCausalLM
 
-    folder = tl.checkpoints.loading.checkpoint_folder(progress=False)
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=lm.dtype).to(lm.device).eval()
+        folder = tl.checkpoints.loading.checkpoint_folder(progress=False)
+        return AutoModelForCausalLM.from_pretrained(folder, dtype=lm.dtype).to(lm.device).eval()
+
+    return shared("hf_model", load)
+
+
+@pytest.fixture(scope="module")
+def qlm_int4():
+    """The bundled model on the GGUF's own 4-bit blocks, every matrix on PyTorch's int4 kernel (the same on every
+    CPU). Shared by the fast-path, kernel and C-kernel tests: a test that changes its kernels puts int4 back."""
+    return shared("qlm_int4", lambda: tl.load(weights="gguf", kernel="int4", progress=False))
 
 
 @pytest.fixture(scope="module")

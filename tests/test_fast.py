@@ -10,7 +10,6 @@ without a mask).
 import pytest
 import torch
 
-import teachllm as tl
 from teachllm.fastpath import kernels, native
 from teachllm.fastpath.fused import FastPath
 from teachllm.generate import greedy
@@ -22,8 +21,8 @@ PROMPTS = ["The three primary colours are", "人工智能正在改变我们的�
 
 
 @pytest.fixture(scope="module")
-def qlm():
-    return tl.load(weights="gguf", kernel="int4", progress=False)
+def qlm(qlm_int4):
+    return qlm_int4
 
 
 def both_paths(qlm, prompts, steps: int = 4):

@@ -31,16 +31,29 @@ def chapter_and_number(path: Path) -> tuple[str, int]:
     return chapter, int(k)
 
 
-_setups: dict[str, dict] = {}
+_setup: dict[str, dict] = {}  # one chapter's globals at a time: each holds a model (13 at once would be 7 GB)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def release_the_last_setup():
+    yield
+    _setup.clear()
+
+
+def run_in_order_of(item) -> str:
+    """This module's tests run chapter by chapter (tests/conftest.py sorts them by this key), so that each
+    chapter's setup runs once and is released before the next one's."""
+    return item.callspec.id if hasattr(item, "callspec") else ""
 
 
 def setup_env(chapter: str) -> dict:
-    """The globals after the chapter's solution setup (run once per chapter)."""
-    if chapter not in _setups:
+    """The globals after the chapter's solution setup (run once per chapter, then kept until the next chapter)."""
+    if chapter not in _setup:
+        _setup.clear()
         env: dict = {"__name__": "solution"}
         exec(compile(grade.solution_sections(chapter)[0], f"ch{chapter}.py", "exec"), env)
-        _setups[chapter] = env
-    return dict(_setups[chapter])
+        _setup[chapter] = env
+    return dict(_setup[chapter])
 
 
 def score(path: Path, code: str, env: dict) -> tuple[float, float, list[str]]:

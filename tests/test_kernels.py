@@ -24,8 +24,8 @@ MEAN_KL = 3e-3  # nats per position, over the 20 prompts: the bound of the 4-bit
 
 
 @pytest.fixture(scope="module")
-def qlm():
-    return tl.load(weights="gguf", kernel="int4", progress=False)
+def qlm(qlm_int4):
+    return qlm_int4
 
 
 @pytest.fixture(scope="module")

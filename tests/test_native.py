@@ -12,7 +12,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import teachllm as tl
 from teachllm.checkpoints.manifest import MANIFEST, read_manifest, sha256_of
 from teachllm.fastpath import kernels, native
 
@@ -23,8 +22,8 @@ C_KERNELS = [name for name in native.C_FILES if native.why_not_on_this_cpu(name)
 
 
 @pytest.fixture(scope="module")
-def qlm():
-    return tl.load(weights="gguf", kernel="int4", progress=False)
+def qlm(qlm_int4):
+    return qlm_int4
 
 
 def first_outputs(layer, n: int):
