@@ -39,20 +39,31 @@ def pytest_make_collect_report(collector):
 
 
 def pytest_collection_modifyitems(items):
-    """A test module that defines `run_in_order_of(item)` has its tests run sorted by that key (a stable sort,
-    within the module): tests that share an expensive setup run one after another, and the setup is built once."""
-    start = 0
-    while start < len(items):
-        module = items[start].module
-        end = start
-        while end < len(items) and items[end].module is module:
-            end += 1
-        key = getattr(module, "run_in_order_of", None)
-        if callable(key):
-            items[start:end] = sorted(items[start:end], key=key)
-        start = end
+    """Two orderings that keep the run's memory low, neither of which changes what a test checks:
+    - a test module that defines `run_in_order_of(item)` has its tests run sorted by that key (a stable sort,
+      within the module): tests that share an expensive setup run one after another, and it is built once;
+    - the modules that use a shared model (SHARED_MODELS) run first, grouped by model, so that each model is
+      released early and the rest of the run does not carry it."""
+    modules: list[list] = []  # the collected items, one list per module, in collection order
     for item in items:
-        for name in ("hf_model", "qlm_int4"):
+        if modules and modules[-1][0].module is item.module:
+            modules[-1].append(item)
+        else:
+            modules.append([item])
+    for group in modules:
+        key = getattr(group[0].module, "run_in_order_of", None)
+        if callable(key):
+            group.sort(key=key)
+
+    def first_shared_model(group) -> int:
+        used = [i for i, name in enumerate(SHARED_MODELS)
+                for item in group if name in getattr(item, "fixturenames", ())]
+        return min(used, default=len(SHARED_MODELS))
+
+    modules.sort(key=first_shared_model)  # stable: collection order within each rank
+    items[:] = [item for group in modules for item in group]
+    for item in items:
+        for name in SHARED_MODELS:
             if name in getattr(item, "fixturenames", ()):
                 LAST_USER[name] = item.nodeid
 
@@ -114,6 +125,7 @@ def agree_until_a_near_tie():
 
 # Models that several test files use, beyond `lm`: each is loaded once, on first use, and released after the last
 # test that uses it (found when the tests are collected), so that the run holds only the models it still needs.
+SHARED_MODELS = ("hf_model", "qlm_int4")  # the fixtures below that load one
 SHARED: dict[str, object] = {}
 LAST_USER: dict[str, str] = {}  # shared fixture → the node id of the last collected test that uses it
 
