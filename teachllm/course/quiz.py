@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import html
 import importlib.util
+import inspect
 import json
 import math
 import re
@@ -106,6 +107,35 @@ def _fail(where: str, message: str):
     raise QuizError(f"{where}: {message}")
 
 
+def _utf8_text(file: Path) -> str:
+    """The text of a quiz file, which must be UTF-8 (a Chinese editor may save GB18030 or GBK)."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise QuizError(f"{file}: not UTF-8 text (byte {e.object[e.start]:#04x} at position {e.start} is not "
+                        "UTF-8; perhaps it was saved as GB18030/GBK): save it as UTF-8") from None
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key, line: int):
+        super().__init__(f"the key {key!r} is given twice (line {line})")
+        self.key, self.line = key, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a mapping with the same key twice (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read(chapter: int, lang: str) -> list[dict]:
     """The questions of one chapter in one language as written, after checking each against the convention
     (keys are not filled in: see `load`)."""
@@ -115,7 +145,10 @@ def read(chapter: int, lang: str) -> list[dict]:
     if not file.is_file():
         raise QuizError(f"{file}: no such quiz file (chapter {chapter}, language {lang})")
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        data = yaml.load(_utf8_text(file), Loader=_UniqueKeyLoader)
+    except _DuplicateKey as e:
+        raise QuizError(f"{file}, line {e.line}: the key {e.key!r} is given twice in one mapping, and YAML would "
+                        "silently keep only the last: delete the one you do not mean") from None
     except yaml.YAMLError as e:
         raise QuizError(f"{file}: not valid YAML: {e}") from None
     if not isinstance(data, dict) or set(data) != {"chapter", "questions"}:
@@ -169,11 +202,14 @@ def validate(q: dict, where: str) -> None:
             _fail(where, f"a choice needs `options`: a list of {low} to {high} non-empty strings")
         _check_index(q["answer"], len(options), where)
     if kind == "numeric":
-        if "answer" in q and (isinstance(q["answer"], bool) or not isinstance(q["answer"], (int, float))):
-            _fail(where, f"a numeric answer must be a number, got {q['answer']!r}")
+        if "answer" in q:
+            _check_number(q["answer"], "a numeric answer", where)
         tolerance = q.get("tolerance", 0)
         if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0:
             _fail(where, f"tolerance must be a number ≥ 0, got {tolerance!r}")
+        if not math.isfinite(tolerance):
+            _fail(where, f"tolerance must be a finite number ≥ 0, got {tolerance!r} (with inf every answer would be "
+                  "right, with nan none): write how far from the answer a response may be, e.g. 0.5")
     if kind == "next-token":
         if "key" not in q:
             _fail(where, "a next-token question needs `key`: the engine says which token comes next")
@@ -181,6 +217,28 @@ def validate(q: dict, where: str) -> None:
             _fail(where, "a next-token question needs exactly one of `prompt` (plain text) and `chat` (a user message)")
     if "from_guide" in q and not isinstance(q["from_guide"], bool):
         _fail(where, "from_guide must be true or false")
+    if "key" in q:
+        template_fields(q["explanation"], where)
+
+
+def template_fields(explanation: str, where: str) -> set[str]:
+    """The fields a computed question's explanation names ("{answer:,} bytes" → {"answer"}); a literal brace in
+    it must be written twice."""
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(explanation) if name}
+    except ValueError as e:
+        _fail(where, f"the explanation is not a valid template ({e}): it fills in the key's fields, written as "
+              "{answer}; write a literal brace twice, {{ or }}")
+
+
+def _check_number(value, what: str, where: str) -> None:
+    """A numeric answer: an int or a float, and finite (YAML reads .nan and .inf as floats)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(where, f"{what} must be a number, got {value!r}")
+    if math.isnan(value):
+        _fail(where, f"{what} must be a number, got nan (not a number): write the answer, e.g. 4 or 0.5")
+    if math.isinf(value):
+        _fail(where, f"{what} must be finite, got {value!r}: write the answer, e.g. 4 or 0.5")
 
 
 def _check_index(answer, n_options: int, where: str) -> None:
@@ -229,11 +287,24 @@ def compute_keys(chapter: int, lm) -> dict[str, dict]:
         function = getattr(module, q["key"], None)
         if function is None:
             raise QuizError(f"{chapter:02d}.keys.py has no function {q['key']}(lm) for question {q['id']}")
+        if not inspect.isfunction(function) or function.__module__ != module.__name__:
+            raise QuizError(f"{chapter:02d}.keys.py: question {q['id']} needs a function {q['key']}(lm) defined "
+                            f"there, but the name {q['key']} is {_describe(function)}: give the question another "
+                            "id, or rename that name in the file (e.g. `import teachllm as tl` → `import teachllm`)")
         value = _plain(function(lm))
         if not isinstance(value, dict) or "answer" not in value:
             raise QuizError(f"{chapter:02d}.keys.py: {q['key']}(lm) must return a dict with 'answer', got {value!r}")
         keys[q["id"]] = value
     return keys
+
+
+def _describe(value) -> str:
+    """What a name in NN.keys.py that is not a key function is: "the module teachllm", "a str", ..."""
+    if inspect.ismodule(value):
+        return f"the module {value.__name__}"
+    if inspect.isfunction(value) or inspect.isclass(value):
+        return f"{value.__module__}.{value.__qualname__}, imported there"
+    return f"a {type(value).__name__}"
 
 
 def _plain(value):
@@ -266,9 +337,18 @@ def next_token(lm, prompt: str | None = None, chat: str | None = None, n_options
 
 
 def read_keys(file: Path = KEYS_JSON) -> dict:
+    """keys.json: {"NN": {question id: {"answer": ..., fields...}}}."""
     if not file.is_file():
         raise QuizError(f"{file} is missing: run `python -m teachllm.course.quiz build`")
-    return json.loads(file.read_text(encoding="utf-8"))
+    try:
+        keys = json.loads(_utf8_text(file))
+    except json.JSONDecodeError as e:
+        raise QuizError(f"{file}: not valid JSON ({e}); perhaps it was cut short: rebuild it with "
+                        "`python -m teachllm.course.quiz build`, or restore it from git") from None
+    if not isinstance(keys, dict) or not all(isinstance(v, dict) for v in keys.values()):
+        raise QuizError(f"{file}: must map each chapter (\"01\", ...) to its computed answers: rebuild it with "
+                        "`python -m teachllm.course.quiz build`")
+    return keys
 
 
 # ---- the final form ----------------------------------------------------------------------------------------
@@ -294,16 +374,19 @@ def final(q: dict, keys: dict, where: str) -> Question:
         if not low <= len(options) <= high:
             _fail(where, f"needs {low} to {high} options, has {len(options)}")
         _check_index(answer, len(options), where)
-    elif isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        _fail(where, f"a numeric answer must be a number, got {answer!r}")
+    else:
+        _check_number(answer, "a numeric answer", where)
     explanation = q["explanation"]
     if "key" in q:
-        names = {name for _, name, _, _ in string.Formatter().parse(explanation) if name}
-        missing = sorted(names - entry.keys())
+        missing = sorted(template_fields(explanation, where) - entry.keys())
         if missing:
             _fail(where, f"the explanation names {', '.join(missing)}, which the key does not return "
                   f"(it returns {', '.join(sorted(entry))})")
-        explanation = explanation.format(**entry)
+        try:
+            explanation = explanation.format(**entry)
+        except (ValueError, TypeError, LookupError, AttributeError) as e:
+            _fail(where, f"the explanation cannot be filled in with the key's fields ({type(e).__name__}: {e}): "
+                  "name each field plainly, as {answer} or {answer:,}; write a literal brace twice, {{ or }}")
     return Question(id=q["id"], type=q["type"], question=q["question"], explanation=explanation, answer=answer,
                     options=list(options), tolerance=q.get("tolerance"), unit=q.get("unit", ""),
                     prompt=q.get("prompt"), chat=q.get("chat"), from_guide=q.get("from_guide", False))
