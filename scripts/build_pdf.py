@@ -8,7 +8,8 @@ page; the chapters keep their numbered headings), and Debian's Chromium prints t
 print CSS (book/_static/book.css): every figure as the notebook's PNG of it, code wrapped rather than
 clipped, no navigation, toolbars or widget notes. A table of contents with links opens the PDF, and the PDF's
 outline (bookmarks) follows the headings. Nothing is fetched: every request that is not a file of the
-build is refused and counted, and the build fails if there was one.
+build (a file: URL under the edition's singlehtml folder, or a data: URL) is refused, whether it is for the
+network or for another file on the disk, and the build fails naming what was asked for (`of_the_build`).
 
 Why Chromium rather than Sphinx's LaTeX builder: the pages are HTML already, with MathJax's formulas, the
 plotly figures' PNGs and the notebooks' output tables, which would each need a LaTeX twin (and xeCJK plus a
@@ -22,11 +23,14 @@ font the page uses (Noto Sans CJK for Chinese) and gives what a reader's own "Pr
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -69,8 +73,19 @@ def singlehtml(lang: str) -> Path:
     return out / "index.html"
 
 
-def print_pdf(page_path: Path, target: Path, contents_title: str, chromium: str) -> tuple[int, int]:
-    """Print one page to PDF with Chromium; returns (documents in the contents, requests refused)."""
+def of_the_build(url: str, folder: Path) -> bool:
+    """Whether Chromium may load `url` while printing a page built in `folder`: a data: URL, or a file: URL of a
+    file under `folder` ("../" resolved first). Anything else, the network or any other file, is refused."""
+    if url.startswith("data:"):
+        return True
+    parts = urlsplit(url)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        return False
+    return Path(os.path.normpath(url2pathname(parts.path))).is_relative_to(os.path.normpath(folder))
+
+
+def print_pdf(page_path: Path, target: Path, contents_title: str, chromium: str) -> tuple[int, list[str]]:
+    """Print one page to PDF with Chromium; returns (documents in the contents, the URLs refused)."""
     from playwright.sync_api import sync_playwright  # the dev extra; only `make pdf` needs it
 
     refused = []
@@ -81,7 +96,7 @@ def print_pdf(page_path: Path, target: Path, contents_title: str, chromium: str)
             page.set_default_timeout(TIMEOUT_MS)
 
             def only_files(route):
-                if route.request.url.startswith(("file://", "data:")):
+                if of_the_build(route.request.url, page_path.parent):
                     route.continue_()
                 else:
                     refused.append(route.request.url)
@@ -103,7 +118,7 @@ def print_pdf(page_path: Path, target: Path, contents_title: str, chromium: str)
                                      '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
         finally:
             browser.close()
-    return documents, len(refused)
+    return documents, refused
 
 
 def main() -> None:
@@ -120,7 +135,10 @@ def main() -> None:
         target = BOOK / "_build" / "pdf" / name
         documents, refused = print_pdf(page, target, title, chromium)
         if refused:
-            sys.exit(f"make pdf: the {lang} book tried {refused} request(s) outside its own files")
+            shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more" if len(refused) > 3 else "")
+            sys.exit(f"make pdf: the {lang} book asked for {len(refused)} URL(s) outside its build folder "
+                     f"{page.parent.relative_to(ROOT)}: {shown}; make each a file of the book (book/_static) "
+                     "or drop it")
         print(f"{target.relative_to(ROOT)}: {documents} documents, {target.stat().st_size / 1e6:.1f} MB, "
               f"{time.perf_counter() - start:.0f} s")
 

@@ -14,6 +14,9 @@ slide (a long cell is split between lines), never shrunk. The lecture deck takes
 presenter view: press S) come from the lecturer's guide: a chapter's plan on its first slide, what to run
 and ask where the guide names a section, and from the lecture path's "say" and "ask" lines in the lecture deck.
 
+A notebook the decks cannot be built from (every cell left out, no title in the first cell, a figure whose
+height is not a number) stops the build with one line naming the notebook, the cell and the fix (DeckError).
+
 How a slide's height is judged: each block (a paragraph, a code cell, an output, a figure) is given the height
 its lines take at the deck's font sizes (deck.css), counting wrapped lines; the tests then measure every slide
 in Chromium and fail if one scrolls.
@@ -64,6 +67,16 @@ WORDS = {"en": {"continued": "continued", "widget": "Interactive widget <code>{w
                 "notebook in JupyterLab to use it.", "lecture": "The inference lecture: from logits to the KV cache"},
          "zh": {"continued": "续", "widget": "交互控件 <code>{w}</code>：在 JupyterLab 中打开本章的笔记本使用。",
                 "lecture": "推理一讲：从 logits 到 KV 缓存"}}
+
+
+class DeckError(ValueError):
+    """A notebook the decks cannot be built from, in one line naming the notebook, the cell and the fix;
+    `make slides` prints it without a traceback."""
+
+
+def shown(path: Path) -> str:
+    """A path as a message names it: from the checkout's root when it is in the checkout."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 # ---- text → HTML -----------------------------------------------------------------------------------------
@@ -141,9 +154,20 @@ def render_lines(block: Block, lines: list[str]) -> Block:
     return Block(markup, CODE_LINE * visual_lines(text, CODE_COLUMNS) + 26, kind=block.kind)
 
 
-def figure_block(figure: dict, png: str | None, figure_id: str) -> Block:
+def figure_height(layout: dict, where: str = "a figure") -> int:
+    """The figure's height on a slide in px: the layout's (450 when it sets none), at most FIGURE_MAX. plotly
+    takes a height as a number of pixels; anything else ("450px") is a DeckError naming `where`."""
+    height = layout.get("height")
+    if height is None:
+        return 450
+    if isinstance(height, bool) or not isinstance(height, int | float) or not 0 < height < float("inf"):
+        raise DeckError(f"{where}: the figure's layout height is {height!r}; use a number of pixels, e.g. 450")
+    return int(min(height, FIGURE_MAX))
+
+
+def figure_block(figure: dict, png: str | None, figure_id: str, where: str = "a figure") -> Block:
     layout = dict(figure.get("layout") or {})
-    height = min(int(layout.get("height") or 450), FIGURE_MAX)
+    height = figure_height(layout, where)
     layout.update(height=height, width=WIDTH - 2 * PAD_X - 20, autosize=False)
     layout.pop("template_is_default", None)
     spec = json.dumps({"data": figure.get("data", []), "layout": layout}, separators=(",", ":")).replace("</", "<\\/")
@@ -153,7 +177,7 @@ def figure_block(figure: dict, png: str | None, figure_id: str) -> Block:
                  f'<script type="application/json" id="{figure_id}-json">{spec}</script>', height + 16, kind="figure")
 
 
-def output_blocks(cell, lang: str, figure_ids) -> list[Block]:
+def output_blocks(cell, lang: str, figure_ids, where: str = "a cell") -> list[Block]:
     blocks, text = [], []
     for output in cell.get("outputs", []):
         if output.output_type == "stream":
@@ -162,7 +186,8 @@ def output_blocks(cell, lang: str, figure_ids) -> list[Block]:
         data = output.get("data", {})
         if PLOTLY in data:
             png = data.get("image/png")
-            blocks.append(figure_block(data[PLOTLY], "".join(png) if isinstance(png, list) else png, next(figure_ids)))
+            png = "".join(png) if isinstance(png, list) else png
+            blocks.append(figure_block(data[PLOTLY], png, next(figure_ids), where))
         elif WIDGET in data:
             name = re.match(r"[\[\"'\s]*([A-Za-z_]\w*)", "".join(data.get("text/plain", ""))) or None
             note = WORDS[lang]["widget"].format(w=html.escape(name[1] if name else "widget"))
@@ -229,7 +254,7 @@ def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = N
     """(blocks, notes, section) per slide group of one notebook; with `only`, just the cells of those sections."""
     notebook = nbformat.read(path, as_version=4)
     groups, section = [], None
-    for cell in notebook.cells:
+    for number, cell in enumerate(notebook.cells, start=1):
         kind = (cell.metadata.get("slideshow") or {}).get("slide_type", "-")
         if kind == "skip" or LEFT_OUT & set(cell.metadata.get("tags", [])):
             continue
@@ -246,7 +271,8 @@ def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = N
             blocks += prose_blocks(cell.source, lang)
         else:
             blocks.append(code_block(cell.source))
-            blocks += output_blocks(cell, lang, figure_ids)
+            first = (cell.source.strip().splitlines() or [""])[0][:50]
+            blocks += output_blocks(cell, lang, figure_ids, f"{shown(path)}, cell {number} ({first!r})")
     return groups
 
 
@@ -515,11 +541,27 @@ def figure_counter(prefix: str):
 
 def chapter_deck(path: Path, lang: str) -> list[Slide]:
     groups = notebook_groups(path, lang, figure_counter(path.stem[:2]))
+    if not groups:
+        raise DeckError(f"{shown(path)}: every cell is left out of the slides (slide_type \"skip\", or tagged "
+                        f"{', '.join(sorted(LEFT_OUT))}), so its deck would be empty; give at least the title cell "
+                        "a slide type other than skip")
     number = int(path.stem[:2])
     guide = guide_sections(lang).get(number)
     if guide:
         chapter_notes(groups, guide)
     return pack(groups, lang)
+
+
+def deck_title(path: Path) -> str:
+    """The chapter's title: the heading that opens its first cell ("# Chapter 6 · From logits to a token")."""
+    cells = nbformat.read(path, as_version=4).cells
+    first = cells[0].source.strip() if cells else ""
+    if cells and cells[0].cell_type == "markdown" and first.startswith("# "):
+        return first.splitlines()[0][2:].strip()
+    found = ("has no cells" if not cells else "its first cell is empty" if not first else
+             f"its first cell does not open with a title heading ({first.splitlines()[0][:50]!r})")
+    raise DeckError(f"{shown(path)}: {found}; the first cell must be a Markdown cell that opens with the "
+                    "chapter's title, e.g. '# Chapter 6 · From logits to a token'")
 
 
 def lecture_deck(lang: str) -> list[Slide]:
@@ -535,7 +577,7 @@ def lecture_deck(lang: str) -> list[Slide]:
     return slides
 
 
-def main() -> None:
+def build() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     copy_assets()
     for lang in ("en", "zh"):
@@ -543,13 +585,19 @@ def main() -> None:
         folder.mkdir(exist_ok=True)
         assets = "assets" if lang == "en" else "../assets"
         for path in sorted(NOTEBOOKS[lang].glob("[0-9][0-9]-*.ipynb")):
-            slides = chapter_deck(path, lang)
-            title = nbformat.read(path, as_version=4).cells[0].source.splitlines()[0].lstrip("# ")
+            slides, title = chapter_deck(path, lang), deck_title(path)
             (folder / f"{path.stem}.html").write_text(deck_html(title, slides, lang, assets), encoding="utf-8")
         slides = lecture_deck(lang)
         (folder / "lecture.html").write_text(deck_html(WORDS[lang]["lecture"], slides, lang, assets), encoding="utf-8")
         print(f"slides ({lang}): {folder.relative_to(ROOT)}/lecture.html ({len(slides)} slides as built) and "
               f"{len(list(NOTEBOOKS[lang].glob('[0-9][0-9]-*.ipynb')))} chapter decks")
+
+
+def main() -> None:
+    try:
+        build()
+    except DeckError as e:
+        sys.exit(f"make slides: {e}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ Code cells are never translated: the Chinese notebook runs the same code. When a
 its hash changes and `check` names the block to revise; a cell with no Chinese yet is an error too.
 
 The book's own pages are translated whole: book/zh/preface.md begins `<!-- en: preface.md 1a2b3c4d -->`,
-the hash of book/preface.md it was translated from, and `check` names the page when the English moves on.
+the hash of book/preface.md it was translated from, and `check` names the page when the English moves on. A page
+whose hash matches is still checked as a translation: text below the header, in Chinese, every code fence closed,
+and the English page's headings, level by level (a page cut short, or a section left out, has fewer).
 
     python scripts/translations.py check              # every chapter in sync (CI runs this as a test)
     python scripts/translations.py status 06          # what is out of date, with the English beside it
@@ -27,11 +29,14 @@ translation). A comment with no entry stops the build; the tests also fail on an
 
 Every file is read as UTF-8 (a leading byte-order mark is dropped); a file that is not UTF-8, an empty file or a
 malformed header is reported in one line naming the file, what is wrong and the fix, never decoded by guesswork.
+A byte-order mark is harmless in a translation or a book page (read here, and by Sphinx, without it) but not in a
+chapter source: jupytext, which builds the notebooks, reads it as part of the first line, so `check` reports it.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import hashlib
 import io
 import json
@@ -49,7 +54,7 @@ BOOK = ROOT / "book"
 # A hash is a number written in hex: 9F1C0A2B and 9f1c0a2b name the same English text, so both cases are accepted
 # (and compared lower-cased) rather than sending a translator after a difference that is not one. `skeleton` and
 # the check's messages write lower case.
-PAGE_HEADER = re.compile(r"^<!-- en: ([\w.-]+\.md) ([0-9a-fA-F]{8}) -->\n")
+PAGE_HEADER = re.compile(r"^<!-- en: ([\w.-]+\.md) ([0-9a-fA-F]{8}) -->(?:\n|$)")
 LANGUAGES = ("zh",)
 HEADER = re.compile(r"^<!-- cell (\d+) · en ([0-9a-fA-F]{8}) -->[ \t]*$", re.M)
 HEADER_LIKE = re.compile(r"^<!--\s*cell\b.*$", re.M | re.I)  # what a mistyped header looks like
@@ -147,6 +152,9 @@ def cell_problems(src: Path, lang: str) -> list[tuple[int | None, str]]:
     except TranslationError as e:
         return [(None, str(e))]
     found = []
+    if src.read_bytes().startswith(codecs.BOM_UTF8):  # harmless in a translation (read here only), not in a source
+        found.append((None, f"{src.name} starts with a byte-order mark, which jupytext (and so build_notebooks.py) "
+                            "reads as text: its first cell would not be Markdown; save it as UTF-8 without a BOM"))
     for k, cell in enumerate(english, start=1):
         block = blocks[k - 1] if k <= len(blocks) else None
         if block is None:
@@ -168,26 +176,69 @@ def problems(src: Path, lang: str) -> list[str]:
     return [message for _, message in cell_problems(src, lang)]
 
 
+def outline(text: str) -> tuple[list[str], tuple[int, str, str] | None]:
+    """A Markdown page's headings outside code fences, in order, and the fence left open at its end as (line
+    number, line, its mark), None when every fence closes. A fence closes with a line of its own character, at
+    least as many (MyST nests ```` around ```)."""
+    headings, fence = [], None
+    for number, line in enumerate(text.split("\n"), start=1):
+        mark = re.match(r"(`{3,}|~{3,}|:{3,})", line)
+        if mark and fence is None:
+            fence = (number, line, mark[1])
+        elif mark and set(line.strip()) == {fence[2][0]} and len(line.strip()) >= len(fence[2]):
+            fence = None
+        elif fence is None and re.match(r"#{1,6}\s", line):
+            headings.append(line.strip())
+    return headings, fence
+
+
+def translation_outline_problem(name: str, english_name: str, text: str, english: str) -> str | None:
+    """Why a page whose hash matches is still no translation of its English (nothing below the header, no
+    Chinese, a code fence left open, other headings), or None."""
+    body = PAGE_HEADER.sub("", text, count=1)
+    if not body.strip():
+        return f"{name} holds only its header line: translate {english_name} below it"
+    if not CJK.search(body):
+        return f"{name} is not translated yet: it has no Chinese below its header; translate {english_name}"
+    headings, fence = outline(text)
+    if fence:
+        return (f"{name} line {fence[0]}: the code fence {fence[1][:40]!r} is never closed; close it with a line "
+                f"`{fence[2]}`, as in {english_name}")
+    wanted = outline(english)[0]
+    levels = [h.split()[0] for h in headings]
+    for k, heading in enumerate(wanted):
+        if k >= len(levels) or levels[k] != heading.split()[0]:
+            return (f"{name} has {len(headings)} headings where {english_name} has {len(wanted)}, the first missing "
+                    f"or different at heading {k + 1} ({heading[:60]!r} in English): translate every section of "
+                    f"{english_name}, heading for heading")
+    if len(levels) > len(wanted):
+        return (f"{name} has {len(headings)} headings where {english_name} has {len(wanted)} (the first extra: "
+                f"{headings[len(wanted)][:60]!r}): keep the English page's headings, no more")
+    return None
+
+
 def page_problem(page: Path, lang: str) -> str | None:
     """Why the translation of one book page does not match its English, or None when it does."""
     other, name = BOOK / lang / page.name, f"book/{lang}/{page.name}"
     if not other.is_file():
         return f"{name} is missing"
     try:
-        head = PAGE_HEADER.match(read_text(other, name))
-        english_hash = text_hash(read_text(page, f"book/{page.name}"))
+        text = read_text(other, name)
+        english = read_text(page, f"book/{page.name}")
     except TranslationError as e:
         return str(e)
+    head, english_hash = PAGE_HEADER.match(text), text_hash(english)
     if not head or head[1] != page.name:
         return f"{name}: the first line must be `<!-- en: {page.name} HASH -->`"
     if head[2].lower() != english_hash:
         return (f"{name}: book/{page.name} changed after it was translated; revise the page, then set its hash to "
                 f"{english_hash}")
-    return None
+    return translation_outline_problem(name, f"book/{page.name}", text, english)
 
 
 def book_problems(lang: str) -> list[str]:
-    """The book pages with no translation, or whose English changed after they were translated."""
+    """The book pages with no translation, whose English changed after they were translated, or whose
+    translation is cut short or broken."""
     found = [page_problem(page, lang) for page in sorted(BOOK.glob("*.md")) if page.name != "README.md"]
     return [message for message in found if message]
 

@@ -14,6 +14,9 @@ What it does, in the order a build meets it:
      ``<div class="teachllm-live" data-teachllm-widget="...">`` with that JSON; ``_static/teachllm-widgets.js``
      draws the same controls and figures with no kernel. A widget saved without one is a build warning (the
      old note naming it stays as the fallback);
+   - an output the page cannot be drawn from (a figure whose height is not a number of pixels, a widget form
+     that is not a JSON object naming its widget) stops the build with one line naming the notebook, the cell
+     and the fix (``ExtensionError``);
    - the exercises' empty work cells (tagged ``exercise``) are left out (``remove-cell``), and their check
      cells (tagged ``check``, hidden in JupyterLab) become a closed toggle (``hide-cell``); the worked
      answers are on the Solutions page.
@@ -37,6 +40,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -67,10 +71,21 @@ def copy_chapters(app: Sphinx) -> None:
 
 
 # ---- 2. outputs a static page can show ------------------------------------------------------------------
-def plotly_html(figure: dict, element_id: str, png: str | None = None) -> str:
+def figure_height(figure: dict, where: str = "a figure") -> float:
+    """The figure's height in px (450 when its layout sets none). plotly takes a height as a number of pixels;
+    anything else ("450px") is an ExtensionError naming `where`."""
+    height = (figure.get("layout") or {}).get("height")
+    if height is None:
+        return 450
+    if isinstance(height, bool) or not isinstance(height, int | float) or not 0 < height < float("inf"):
+        raise ExtensionError(f"{where}: the figure's layout height is {height!r}; use a number of pixels, e.g. 450")
+    return height
+
+
+def plotly_html(figure: dict, element_id: str, png: str | None = None, where: str = "a figure") -> str:
     """A placeholder div and the figure's JSON; plotly-figures.js draws it on page load. The notebook's PNG
     of the figure, when it has one, is what a reader with JavaScript off sees instead."""
-    height = (figure.get("layout") or {}).get("height") or 450
+    height = figure_height(figure, where)
     spec = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")  # never close the <script>
     fallback = (f'<noscript><img class="teachllm-plotly-png" alt="figure" src="data:image/png;base64,'
                 f'{"".join(png.split())}"></noscript>\n' if png else "")
@@ -106,10 +121,27 @@ def live_widget_html(form: dict, element_id: str, lang: str = "en") -> str:
             f'<script type="application/json" id="{element_id}-json">{spec}</script>')
 
 
-def static_notebook(text: str, prefix: str, lang: str = "en") -> str:
+def widget_form(value, where: str = "a widget") -> dict:
+    """A widget's kernel-free form as the notebook saved it (a JSON string, or the object itself); an
+    ExtensionError naming `where` when it is not a JSON object naming its widget."""
+    rebuild = "rebuild the notebook with scripts/build_notebooks.py, which saves it"
+    try:
+        form = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError as e:
+        raise ExtensionError(f"{where}: the widget's kernel-free form ({LIVE}) is not JSON ({e}); it must be the "
+                             f"JSON object teachllm.viz.static writes: {rebuild}") from None
+    if not isinstance(form, dict) or not isinstance(form.get("widget"), str):
+        raise ExtensionError(f"{where}: the widget's kernel-free form ({LIVE}) is not a JSON object naming its "
+                             f'widget ({{"widget": "...", ...}}): {rebuild}')
+    return form
+
+
+def static_notebook(text: str, prefix: str, lang: str = "en", name: str | None = None) -> str:
+    """The chapter notebook `text` as the static page shows it; `name` (the notebook's path) names it in errors."""
     notebook = json.loads(text)
     n_figures = n_widgets = 0
-    for cell in notebook.get("cells", []):
+    for number, cell in enumerate(notebook.get("cells", []), start=1):
+        where = f"{name or f'chapter {prefix}'}, cell {number}"
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         if "exercise" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
@@ -123,13 +155,13 @@ def static_notebook(text: str, prefix: str, lang: str = "en") -> str:
                 n_figures += 1
                 png = data.get("image/png")
                 png = "".join(png) if isinstance(png, list) else png
-                output["data"] = {"text/html": plotly_html(data[PLOTLY], f"{prefix}-figure-{n_figures}", png)}
+                output["data"] = {"text/html": plotly_html(data[PLOTLY], f"{prefix}-figure-{n_figures}", png, where)}
             elif LIVE in data:
                 n_widgets += 1
-                form = json.loads(data[LIVE]) if isinstance(data[LIVE], str) else data[LIVE]
+                form = widget_form(data[LIVE], where)
                 output["data"] = {"text/html": live_widget_html(form, f"{prefix}-widget-{n_widgets}", lang)}
             elif WIDGET in data:
-                logger.warning(f"chapter {prefix}: a widget's output has no kernel-free form ({LIVE}); rebuild the "
+                logger.warning(f"{where}: a widget's output has no kernel-free form ({LIVE}); rebuild the "
                                "notebook with scripts/build_notebooks.py")
                 plain = data.get("text/plain", "")
                 output["data"] = {"text/html": widget_html("".join(plain) if isinstance(plain, list) else plain, lang)}
@@ -139,7 +171,10 @@ def static_notebook(text: str, prefix: str, lang: str = "en") -> str:
 def rewrite_chapter(app: Sphinx, docname: str, source: list[str]) -> None:
     if docname.startswith(f"{CHAPTERS}/"):
         lang = "zh" if (app.config.language or "en").startswith("zh") else "en"
-        source[0] = static_notebook(source[0], prefix=docname.split("/")[-1][:2], lang=lang)
+        stem = docname.split("/")[-1]
+        notebook = Path(app.config.teachllm_chapters_from) / f"{stem}.ipynb"  # the one book/chapters/ copies
+        name = str(notebook.relative_to(Path.cwd()) if notebook.is_relative_to(Path.cwd()) else notebook)
+        source[0] = static_notebook(source[0], prefix=stem[:2], lang=lang, name=name)
 
 
 # ---- 3. plotly.js: one local copy, loaded only where a figure is ------------------------------------------
