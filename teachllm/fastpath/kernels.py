@@ -252,11 +252,19 @@ class Kernel:
     bound: float  # largest relative error of one matrix's output against float32, on probe activations
 
 
+class Names(dict):
+    """A dict keyed by kernel names: `x in KERNELS` is False for anything but a string (a list, say), where a dict
+    would raise "unhashable type", so that the check of a `kernel` argument can say what was wrong."""
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, str) and super().__contains__(key)
+
+
 # The bounds sit about three times above the largest error measured on the model's matrices (layers 0 and 29
 # and the head, random activations and a real hidden state, under AVX-512 and AVX2 dispatch alike): int4 3.7e-3,
 # avx2 8.1e-5 (avx512 sums the same integer products), float16 2.5e-4, bfloat16 3.1e-3, float32 0, int8 1.4e-2,
 # dynamic-int8 3.3e-2.
-KERNELS: dict[str, Kernel] = {k.name: k for k in (
+KERNELS: dict[str, Kernel] = Names({k.name: k for k in (
     Kernel("int4", Int4, True, 1e-2),
     Kernel("avx2", Avx2, True, 3e-4),
     Kernel("avx512", Avx512, True, 3e-4),
@@ -265,7 +273,7 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("float32", lambda layer, weight=None: Dense(layer, torch.float32, weight), True, 1e-5),
     Kernel("int8", Int8, False, 3e-2),
     Kernel("dynamic-int8", DynamicInt8, False, 1e-1),
-)}
+)})
 FAITHFUL = tuple(name for name, k in KERNELS.items() if k.faithful)
 
 
@@ -368,7 +376,7 @@ def machine() -> dict:
     return {"cpu": cpu, "flags": hashlib.sha256(" ".join(sorted(native.cpu_flags())).encode()).hexdigest()[:16],
             "capability": torch.backends.cpu.get_cpu_capability(), "dispatch": held,
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "candidates": list(FAITHFUL), "c_kernel": native.digest(),
+            "candidates": list(FAITHFUL), "c_kernel": native.digest(), "compiler": native.compiler() is not None,
             "rule": RULE}
 
 
@@ -471,40 +479,89 @@ def cache_file(model_key: str, facts: dict) -> Path:
     return cache_dir() / "kernels" / f"{digest}.json"
 
 
-def read_choice(path: Path, groups: list[Group]) -> bool:
-    """Fill `groups` from a saved choice; False if there is none, or it does not fit these groups."""
+class Unfit(ValueError):
+    """A saved choice that cannot be used: the message says why."""
+
+
+def read_choice(path: Path, groups: list[Group], facts: dict) -> dict | None:
+    """Fill `groups` from the choice saved at `path`, and return the file's record ("seconds", "when"); None where
+    there is none (nothing said), or where it cannot be trusted (a warning says why, and it is measured again):
+    in a linked folder, not what `save_choice` writes, measured on another machine than `facts`, or naming a
+    kernel that is not faithful."""
+    if not path.exists() and not path.is_symlink():
+        return None
     try:
-        saved = json.loads(path.read_text())
-        by_key = {(g["format"], g["out_features"], g["in_features"]): g for g in saved["groups"]}
-        for g in groups:
-            s = by_key[(g.format, g.out_features, g.in_features)]
-            if s["kernel"] not in KERNELS:
-                return False
-            g.kernel, g.why, g.step_ms, g.refused = s["kernel"], s["why"], s["step_ms"], s["refused"]
-        return True
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+        native.refuse_link(path.parent)
+        if path.is_symlink():
+            raise Unfit("it is a link, not a file teachllm wrote")
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError) as failure:
+            raise Unfit(f"it cannot be read as JSON ({failure})") from None
+        fit(saved, groups, facts)
+    except (Unfit, RuntimeError) as reason:
+        warnings.warn(f"the saved kernel choice {path} is not used ({reason}); measuring the kernels again",
+                      stacklevel=3)
+        return None
+    by_key = {(s["format"], s["out_features"], s["in_features"]): s for s in saved["groups"]}
+    for g in groups:
+        s = by_key[(g.format, g.out_features, g.in_features)]
+        g.kernel, g.why, g.step_ms, g.refused = s["kernel"], s["why"], s["step_ms"], s["refused"]
+    return saved
+
+
+def fit(saved, groups: list[Group], facts: dict) -> None:
+    """Unfit, saying why, unless `saved` is what `save_choice` writes, for this machine and these groups, with a
+    faithful kernel for each."""
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    if not isinstance(saved, dict) or not number(saved.get("seconds")) or not isinstance(saved.get("when"), str) \
+            or not isinstance(saved.get("groups"), list) or not all(isinstance(s, dict) for s in saved["groups"]):
+        raise Unfit("it is not a saved choice: a JSON object with 'machine', 'seconds', 'when' and 'groups'")
+    if saved.get("machine") != facts:
+        raise Unfit("it was measured on another machine, or with other software")
+    by_key = {(s.get("format"), s.get("out_features"), s.get("in_features")): s for s in saved["groups"]}
+    for g in groups:
+        s = by_key.get((g.format, g.out_features, g.in_features))
+        if s is None:
+            raise Unfit(f"it has no kernel for the {g.format} matrices {g.in_features} → {g.out_features}")
+        if s.get("kernel") not in FAITHFUL:
+            raise Unfit(f"kernel {s.get('kernel')!r} is not one of the faithful kernels {', '.join(FAITHFUL)}")
+        step_ms, refused = s.get("step_ms"), s.get("refused")
+        if not isinstance(s.get("why"), str) or not isinstance(step_ms, dict) or not isinstance(refused, dict) \
+                or not all(isinstance(k, str) and number(v) for k, v in step_ms.items()) \
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in refused.items()):
+            raise Unfit(f"the entry for {g.format} {g.in_features} → {g.out_features} is not what save_choice writes")
 
 
 def save_choice(path: Path, choice: Choice) -> None:
-    """Write the choice next to the converted checkpoints, in a folder with its own manifest (checkpoints/manifest.py),
-    so that `make clean-cache` removes it with them."""
-    from ..checkpoints.manifest import write_manifest
-
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the choice next to the converted checkpoints, listed in its folder's manifest (native.record), so that
+    `make clean-cache` removes it with them. RuntimeError if the folder is a link, as for the C kernels."""
+    folder = path.parent
+    native.refuse_link(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     groups = [{k: v for k, v in asdict(g).items() if k != "names"} for g in choice.groups]
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps({"machine": choice.machine, "seconds": choice.seconds, "when": choice.when,
-                                     "groups": groups}, indent=1))
-    temporary.replace(path)
-    write_manifest(path.parent)
+    text = json.dumps({"machine": choice.machine, "seconds": choice.seconds, "when": choice.when,
+                       "groups": groups}, indent=1)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    f = open(temporary, "x")  # "x": a new file, never through a link or a file someone left at that name
+    try:
+        with f:
+            f.write(text)
+        temporary.replace(path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
+    native.record(path, hashlib.sha256(text.encode()).hexdigest())
 
 
 def configure(lm, kernel: str = AUTO, model_key: str = "") -> Choice:
     """Put every quantised matrix of `lm` on a kernel: `kernel` for all of them, or with "auto" the fastest
     faithful one per group, read from the cache or measured now (a few seconds) and saved there."""
     if kernel != AUTO and kernel not in KERNELS:
-        raise ValueError(f"kernel must be 'auto' or one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise ValueError(f"kernel={kernel!r}: kernel must be 'auto' or one of {', '.join(KERNELS)} (a name, as a "
+                         "string)")
     groups, facts = groups_of(lm.model), machine()
     if kernel != AUTO:
         for g in groups:
@@ -513,11 +570,16 @@ def configure(lm, kernel: str = AUTO, model_key: str = "") -> Choice:
             use(lm.model, g)
         return Choice(groups, facts, "forced")
     path = cache_file(model_key, facts)
-    if read_choice(path, groups):
-        saved = json.loads(path.read_text())
-        for g in groups:
-            use(lm.model, g)
-        return Choice(groups, facts, "cached", saved["seconds"], saved["when"])
+    saved = read_choice(path, groups, facts)
+    if saved is not None:
+        try:
+            for g in groups:
+                use(lm.model, g)
+            return Choice(groups, facts, "cached", saved["seconds"], saved["when"])
+        except ValueError as refusal:  # a kernel that cannot run now (say, the C compiler has gone)
+            warnings.warn(f"the saved kernel choice {path} cannot be used here ({refusal}); measuring the kernels "
+                          "again", stacklevel=2)
+            groups = groups_of(lm.model)
     start = time.perf_counter()
     for g in groups:  # start from the file's own integers, then improve group by group
         use(lm.model, g, kernel="int4")
@@ -528,4 +590,6 @@ def configure(lm, kernel: str = AUTO, model_key: str = "") -> Choice:
         save_choice(path, choice)
     except OSError:
         pass  # a read-only cache: measure again next time
+    except RuntimeError as refusal:  # a linked folder
+        warnings.warn(f"the kernel choice is not saved: {refusal}", stacklevel=2)
     return choice

@@ -11,16 +11,20 @@ shared among torch.get_num_threads() threads; PyTorch's CPU build loads the same
 thread pool.
 
 The compiled file sits in the cache's `kernels` folder, listed with its SHA-256 in that folder's manifest
-(checkpoints/manifest.py): a library is loaded only when the manifest lists it with that digest, so a file teachllm
-did not write is never run, and `make clean-cache` removes it with the rest.
+(checkpoints/manifest.py). The manifest lists only the files teachllm wrote there (`record`), never the folder's
+other files, and a library is loaded only when the manifest lists it, as teachllm's, with that digest: a file
+teachllm did not write, or one swapped for another, is never run (it is built again), and `make clean-cache`
+removes teachllm's files and leaves any other.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -53,6 +57,10 @@ HEADERS = [CSRC / "gemv_common.h", CSRC / "attention.h"]  # what both include
 LEVELS = {"default": 0, "avx2": 1, "avx512": 2}
 FLAGS = ["-O3", "-shared", "-fPIC"]
 THREADED = ["-fopenmp"]  # the tile rows shared among threads; a compiler without OpenMP builds it single-threaded
+# the names of the files teachllm writes into the cache's kernels folder: `build`'s libraries and
+# kernels.save_choice's saved choices; a manifest entry by any other name is dropped when the manifest is written
+OUR_NAMES = re.compile(r"gemv_avx(2|512)-[0-9a-f]{16}\.so|[0-9a-f]{20}\.json")
+MADE_BY = "teachllm"  # marks a manifest entry `record` wrote, for a file teachllm had just written itself
 
 
 def cpu_flags() -> set[str]:
@@ -120,24 +128,61 @@ def library(name: str = "avx2") -> ctypes.CDLL:
     return lib
 
 
-def build(cc: str, folder: Path, name: str = "avx2") -> Path:
-    """The compiled file in `folder`: the one already there if the folder's manifest lists it with its digest,
-    else built now (to a temporary name, then renamed, so that a process using the old file keeps it)."""
-    from ..checkpoints.manifest import ManifestError, read_manifest, sha256_of, write_manifest
-
+def refuse_link(folder: Path) -> None:
+    """RuntimeError if `folder` is a link: teachllm reads and writes its kernels only in a folder of its own."""
     if folder.is_symlink():
-        raise RuntimeError(f"{folder} is a link; teachllm writes only into folders of its own")
+        raise RuntimeError(f"{folder} is a link; teachllm writes only into folders of its own (remove the link, or "
+                           "set TEACHLLM_CACHE to another folder)")
+
+
+def listed(folder: Path) -> dict[str, dict]:
+    """The files `folder`'s manifest lists as teachllm's (name → {"size", "sha256", ...}); {} if none, or if the
+    manifest is damaged (it vouches for nothing)."""
+    from ..checkpoints.manifest import ManifestError, read_manifest
+
+    try:
+        files = (read_manifest(folder) or {}).get("files", {}) if folder.is_dir() else {}
+    except ManifestError:
+        return {}
+    return {name: entry for name, entry in files.items() if OUR_NAMES.fullmatch(name)}
+
+
+def vouched(path: Path) -> bool:
+    """Whether `path` is a plain file that its folder's manifest lists as written by teachllm, with its digest."""
+    from ..checkpoints.manifest import sha256_of
+
+    entry = listed(path.parent).get(path.name, {})
+    return (path.is_file() and not path.is_symlink() and entry.get("made_by") == MADE_BY
+            and entry.get("sha256") == sha256_of(path))
+
+
+def record(written: Path, sha256: str) -> None:
+    """List `written`, a file teachllm has just written, in its folder's manifest with its size and `sha256`
+    (hashed before it took its name), beside the files of teachllm's it listed before (those still there). The
+    folder's other files are never listed: a manifest that vouched for them would get them run, and deleted by
+    `make clean-cache`."""
+    from ..checkpoints.manifest import MANIFEST
+
+    folder = written.parent
+    files = {name: entry for name, entry in listed(folder).items() if (folder / name).is_file()}
+    files[written.name] = {"size": written.stat().st_size, "sha256": sha256, "made_by": MADE_BY}
+    manifest = {"version": 1, "source": None, "files": dict(sorted(files.items()))}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
+
+
+def build(cc: str, folder: Path, name: str = "avx2") -> Path:
+    """The compiled file in `folder`: the one already there if the folder's manifest vouches for it (`vouched`),
+    else built now (to a temporary name, then renamed, so that a process using the old file keeps it)."""
+    from ..checkpoints.manifest import sha256_of
+
+    refuse_link(folder)
     c_file = C_FILES[name]
     flags = [*FLAGS, *c_file.flags]
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
     text = b"".join(h.read_bytes() for h in HEADERS) + c_file.source.read_bytes()
     key = hashlib.sha256(text + repr((version, flags, THREADED)).encode()).hexdigest()[:16]
     path = folder / f"{c_file.source.stem}-{key}.so"
-    try:
-        listed = (read_manifest(folder) or {}).get("files", {}) if folder.is_dir() else {}
-    except ManifestError:  # a damaged manifest vouches for nothing: build again, and write it anew
-        listed = {}
-    if path.is_file() and not path.is_symlink() and listed.get(path.name, {}).get("sha256") == sha256_of(path):
+    if vouched(path):
         return path
     folder.mkdir(parents=True, exist_ok=True)
     temporary = folder / f"{path.name}.{os.getpid()}.tmp"
@@ -149,6 +194,7 @@ def build(cc: str, folder: Path, name: str = "avx2") -> Path:
     if done.returncode != 0:
         temporary.unlink(missing_ok=True)
         raise RuntimeError(f"{Path(cc).name} could not build {c_file.source.name}: {done.stderr.strip()[:300]}")
+    digest = sha256_of(temporary)
     temporary.replace(path)
-    write_manifest(folder)
+    record(path, digest)
     return path
