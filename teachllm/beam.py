@@ -52,8 +52,9 @@ def beam_steps(lm, prompt_ids: list[int], params: SamplingParams):
     """Run beam search for one prompt (a checked list of ids), yielding a `BeamStep` after every token."""
     k, alpha, max_new = params.num_beams, params.length_penalty, params.max_tokens  # alpha: length penalty
     stop_ids = set(params.stop_token_ids) | (set() if params.ignore_eos else set(lm.config.eos_token_ids))
-    n_candidates = max(2, 1 + len(stop_ids)) * k  # enough that k of them always go on
     vocab = lm.config.vocab_size
+    # enough that k of them always go on, and no more than there are (k·V: when every id stops, all of them)
+    n_candidates = min(max(2, 1 + len(stop_ids)) * k, k * vocab)
 
     cache = lm.new_cache(max_len=len(prompt_ids) + max_new, batch_size=k)
     t0 = clock(lm.device)

@@ -73,6 +73,11 @@ def _load(args: argparse.Namespace):
     except UnicodeEncodeError:
         raise ValueError("the prompt is not valid UTF-8 text; check the terminal's encoding") from None
     lm = load(args.model, device=args.device, dtype=args.dtype, weights=args.weights)
+    if not lm.has_tokenizer:  # the command takes text only: lm.tokenizer's advice (pass token ids) does not apply
+        raise ValueError(f"--model {args.model}: this checkpoint has no tokenizer files (tokenizer.json or "
+                         "tokenizer.model), and the teachllm command turns text into tokens; copy the tokenizer "
+                         "files that came with these weights into the folder, or leave out --model for the bundled "
+                         "model")
     if args.chat:
         prompt = lm.tokenizer.apply_chat_template([{"role": "user", "content": prompt}])
     ids = lm.tokenizer.encode(prompt)

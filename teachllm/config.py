@@ -12,6 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .units import is_id
+
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 SUPPORTED_ROPE_TYPES = ("default", "llama3")
 
@@ -46,6 +48,10 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+        bad = next((i for i in self.eos_token_ids if not (is_id(i) and 0 <= i < self.vocab_size)), None)
+        if bad is not None:
+            raise ValueError(f"ModelConfig.eos_token_ids={self.eos_token_ids!r} holds {bad!r}, outside the vocabulary: "
+                             f"token ids must be in 0 .. {self.vocab_size - 1}")
         if self.n_heads % self.n_kv_heads != 0:
             raise ValueError(
                 f"ModelConfig: n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads}), "
@@ -142,25 +148,74 @@ class ModelConfig:
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> ModelConfig:
-        """Read `config.json` (and `generation_config.json` for the end-of-sequence ids) from a checkpoint folder."""
+        """Read `config.json` (and `generation_config.json` for the end-of-sequence ids) from a checkpoint folder.
+        What a file says is checked before transformers reads it: an error names the file, the key and the fix."""
         folder = Path(folder)
         config_file = folder / "config.json"
         if not config_file.is_file():
             raise FileNotFoundError(f"{folder} has no config.json; a checkpoint folder needs config.json "
                                     "and *.safetensors weights")
-        raw = json.loads(config_file.read_text())
+        raw = read_json_object(config_file)
         model_type = raw.get("model_type")
         if model_type not in SUPPORTED_MODEL_TYPES:
             raise UnsupportedModelError(model_type, detail=f"architectures: {raw.get('architectures')}")
+        _check_sizes(raw, config_file)
         # here, not at the top: transformers is slow to import. AutoConfig fills in each family's defaults
         from transformers import AutoConfig
 
         hf = AutoConfig.from_pretrained(folder, trust_remote_code=False)  # a checkpoint's own code never runs
-        eos = None
+        eos, eos_file = None, config_file
         generation_file = folder / "generation_config.json"
         if generation_file.is_file():
-            eos = json.loads(generation_file.read_text()).get("eos_token_id")
-        return cls.from_hf(hf, eos_token_ids=eos)
+            eos = read_json_object(generation_file).get("eos_token_id")
+        if eos is None:
+            eos = hf.eos_token_id
+        else:
+            eos_file = generation_file
+        _check_eos(eos, hf.vocab_size, eos_file)
+        try:
+            return cls.from_hf(hf, eos_token_ids=eos)
+        except UnsupportedModelError:
+            raise
+        except ValueError as error:
+            raise ValueError(f"{config_file} describes a decoder teachllm cannot build: {error}; correct "
+                             "config.json, or use the checkpoint's own") from None
+
+
+# ---- a checkpoint's JSON files, checked before transformers reads them ------------------------------------
+SIZES = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+         "num_key_value_heads", "head_dim", "max_position_embeddings")  # config.json's names; null = the default
+
+
+def read_json_object(path: Path) -> dict:
+    """A checkpoint's config.json or generation_config.json as a dict, or ValueError naming the file and the fix."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON ({error}); restore the checkpoint's {path.name}") from None
+    if not isinstance(raw, dict):
+        what = "an array" if isinstance(raw, list) else f"{raw!r:.40}"
+        raise ValueError(f"{path} holds {what}, not a JSON object of settings ({{\"key\": value, ...}}); restore "
+                         f"the checkpoint's {path.name}")
+    return raw
+
+
+def _check_sizes(raw: dict, path: Path) -> None:
+    """config.json's sizes are positive integers (0 attention heads would end in a ZeroDivisionError)."""
+    for key in SIZES:
+        value = raw.get(key)
+        if value is not None and not (is_id(value) and value >= 1):
+            raise ValueError(f"{path}: {key}={value!r} must be a positive integer (≥ 1); correct {key} in "
+                             f"{path.name}, or use the checkpoint's own {path.name}")
+
+
+def _check_eos(eos, vocab_size: int, path: Path) -> None:
+    """eos_token_id (an id or a list of ids) within the vocabulary: one outside it would fail during generation."""
+    ids = eos if isinstance(eos, list) else [] if eos is None else [eos]
+    bad = next((i for i in ids if not (is_id(i) and 0 <= i < vocab_size)), None)
+    if bad is not None:
+        raise ValueError(f"{path}: eos_token_id={eos!r} holds {bad!r}, which is not a token id of this model "
+                         f"(0 .. {vocab_size - 1}); correct eos_token_id in {path.name}")
 
 
 class UnsupportedModelError(ValueError):

@@ -194,6 +194,17 @@ def cache_size(lm, max_len, batch_size) -> None:
                          f"batch_size")
 
 
+def kv_pool(lm, num_blocks: int, block_size: int) -> None:
+    """What a ServingEngine's paged KV pool may allocate: num_blocks · block_size slots within the device's memory."""
+    needed = kv_cache_bytes(lm.config, n_tokens=num_blocks * block_size, dtype=lm.dtype)
+    have = memory_bytes(lm.device)
+    if needed > have:
+        fit = have // kv_cache_bytes(lm.config, n_tokens=block_size, dtype=lm.dtype)
+        raise ValueError(f"ServingConfig.num_blocks={num_blocks} blocks × block_size={block_size} tokens of KV cache "
+                         f"need {needed / 2**30:,.1f} GiB, more than the {have / 2**30:,.1f} GiB of memory on "
+                         f"{lm.device}; lower ServingConfig.num_blocks (at most {fit:,} blocks of {block_size} fit)")
+
+
 def memory_bytes(device: torch.device) -> int:
     """The memory of a device: a GPU's free memory, or the machine's physical memory for the CPU."""
     if device.type == "cuda":
@@ -305,6 +316,21 @@ def for_vocabulary(params, vocab_size: int) -> None:
     if bad is not None:
         raise ValueError(f"SamplingParams.stop_token_ids holds {bad}, outside the model's vocabulary; token ids must "
                          f"be in 0 .. {vocab_size - 1}")
+
+
+def end_ids(name: str, ids, vocab_size: int) -> list[int]:
+    """Ids that end generation, as a rule is given them (`eos_token_ids`): each an integer in the vocabulary. A
+    negative id would index from the end (-1 is the last token) and one past the vocabulary would fail later."""
+    if isinstance(ids, torch.Tensor):
+        ids = ids.tolist()
+    ids = [ids] if is_id(ids) else ids
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, set, frozenset, range)):
+        raise ValueError(f"{name}={ids!r:.60} must be a list of token ids in 0 .. {vocab_size - 1}")
+    bad = next((i for i in ids if not (is_id(i) and 0 <= i < vocab_size)), None)
+    if bad is not None:
+        raise ValueError(f"{name} holds {bad!r}, which is not a token id of this model: token ids must be in "
+                         f"0 .. {vocab_size - 1}")
+    return [int(i) for i in ids]
 
 
 def request(prompt, params_, lm) -> tuple[list[list[int]], object, bool]:

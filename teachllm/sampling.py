@@ -210,8 +210,9 @@ def apply_penalties(logits: torch.Tensor, params: SamplingParams, prompt_ids, ou
     rows = settle(_rows(logits).float())  # [B, V]
     B, V = rows.shape
     inputs.for_vocabulary(params, V)
+    eos = inputs.end_ids("eos_token_ids", eos_token_ids, V)
     prompts, outputs = inputs.histories(prompt_ids, B, V), inputs.histories(output_ids, B, V)
-    return _penalties(rows, params, prompts, outputs, eos_token_ids).view(logits.shape)
+    return _penalties(rows, params, prompts, outputs, eos).view(logits.shape)
 
 
 def _penalties(rows: torch.Tensor, params: SamplingParams, prompts, outputs, eos_token_ids) -> torch.Tensor:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import ModelConfig
+from ..config import ModelConfig, read_json_object
 from ..fastpath.quant import quantise_model
 from ..model import Transformer, rope_inv_freq
 from ..units import DTYPES
@@ -127,7 +127,7 @@ def checkpoint(name_or_path: str | os.PathLike | None = None, progress: bool = T
                         f"got {type(name_or_path).__name__}")
     path = Path(name_or_path).expanduser()
     if path.is_dir():
-        _check_config_json(path)
+        _check_json_files(path)
         return Checkpoint(path, path)
     if path.is_file() and path.suffix == ".gguf":
         folder = converted_folder(path, path.stem.lower(), progress)
@@ -147,15 +147,15 @@ def checkpoint_folder(name_or_path: str | os.PathLike | None = None, progress: b
     return checkpoint(name_or_path, progress).folder
 
 
-def _check_config_json(folder: Path) -> None:
-    config = folder / "config.json"
-    if not config.is_file():
-        return  # ModelConfig.from_pretrained says what a folder needs
-    try:
-        json.loads(config.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise DamagedCheckpointError(f"{config} is not valid JSON ({error}); restore the checkpoint's config.json"
-                                     ) from None
+def _check_json_files(folder: Path) -> None:
+    """A user's folder: config.json and generation_config.json, where present, are JSON objects; a damaged one
+    is named with the fix (what config.json says is checked by ModelConfig.from_pretrained)."""
+    for name in ("config.json", "generation_config.json"):
+        if (folder / name).is_file():
+            try:
+                read_json_object(folder / name)
+            except ValueError as error:
+                raise DamagedCheckpointError(str(error)) from None
 
 
 def download_from_hub(repo_id: str) -> Path:

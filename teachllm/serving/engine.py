@@ -23,6 +23,7 @@ teachllm.generate.Sequence, so with temperature 0 every request gets exactly the
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import torch
 from tqdm.auto import tqdm
@@ -30,6 +31,7 @@ from tqdm.auto import tqdm
 from .. import inputs
 from ..sampling import SamplingParams, process_logits, sample, top_logprobs
 from ..timing import synchronize
+from ..units import is_id
 from .block_manager import BlockManager
 from .config import ServingConfig
 from .metrics import IterationRecord, ServingRun
@@ -48,6 +50,7 @@ class ServingEngine:
         self.lm = lm
         self.config = config or ServingConfig()
         cfg = self.config
+        inputs.kv_pool(lm, cfg.num_blocks, cfg.block_size)  # a pool too large for memory is refused here
         self.cache = PagedKVCache(lm.config, cfg.num_blocks, cfg.block_size, dtype=lm.dtype, device=lm.device)
         self.block_manager = BlockManager(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching)
         self.scheduler = Scheduler(cfg, self.block_manager)
@@ -105,10 +108,10 @@ class ServingEngine:
         return self.scheduler.has_unfinished
 
     def _request(self, request_id, method: str) -> Request:
-        if isinstance(request_id, bool) or not isinstance(request_id, int) or not 0 <= request_id < len(self.requests):
+        if not is_id(request_id) or not 0 <= request_id < len(self.requests):  # numpy integers too
             raise ValueError(f"{method}: there is no request {request_id!r}; request ids are the ints add_request "
                              f"returned" + (f", 0 .. {len(self.requests) - 1}" if self.requests else " (none yet)"))
-        return self.requests[request_id]
+        return self.requests[int(request_id)]
 
     def abort(self, request_id: int) -> bool:
         """Stop a request now, waiting or running: it finishes with finish_reason "abort" and its blocks are
@@ -242,6 +245,8 @@ class ServingEngine:
         before any is added: a refused one leaves the engine as it was."""
         if self.has_unfinished:
             raise ValueError("run() needs an idle engine; step() through the requests already added first")
+        if isinstance(prompts, Iterator):  # a generator, map(...), iter(...): the prompts it yields
+            prompts = list(prompts)
         if isinstance(prompts, torch.Tensor):
             if prompts.dim() not in (1, 2):
                 raise ValueError(f"run() takes prompts as a tensor of shape [seq] or [batch, seq], "
