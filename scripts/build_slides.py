@@ -6,16 +6,22 @@
     book/_build/slides/assets/             reveal.js and MathJax (npm, vendored by scripts/fetch_book_assets.sh),
                                            plotly.js (from the plotly package) and deck.css: nothing is fetched
 
-No second copy of the prose: a deck is the notebook's cells (prose, code and its outputs), cut into slides where
-the notebook's slide metadata says (`slide`, `subslide`; `skip` cells, exercises and checks are left out). A
-slide is 1280×720 and never scaled: code is at least 20 px, and what does not fit moves on to a continuation
-slide (a long cell is split between lines), never shrunk. The lecture deck takes the sections the lecture path
+No second copy of the prose: a deck is the notebook's cells (prose, code and its outputs; `skip` cells, exercises
+and checks are left out), section by section. Each section (`#` or `##` heading; "## Summary" is one of its own)
+starts a new slide, and its blocks fill slides while they fit; every slide after a section's first opens with a
+running header, "6.3 Temperature (continued)" / "6.3 温度（续）", so the room always knows where it is. A slide is
+1280×720 and never scaled: code is at least 20 px, and what does not fit moves on, never shrunk: a long listing
+is split between lines, never leaving fewer than 3 of them on either side; a heading, a lead-in ("Why:") or a
+code cell stays with the start of what follows; a slide with fewer than 3 lines of text (no figure, widget or
+title) takes the end of the slide before it. The lecture deck takes the sections the lecture path
 (book/lecture-path.md) names, stop by stop, each stop opening with its own slide. Speaker notes (reveal.js's
-presenter view: press S) come from the lecturer's guide: a chapter's plan on its first slide, what to run
-and ask where the guide names a section, and from the lecture path's "say" and "ask" lines in the lecture deck.
+presenter view: press S) come from the lecturer's guide: a chapter's plan on its first slide, what to run and ask
+where the guide names a section, and from the lecture path's "say" and "ask" lines in the lecture deck; their
+maths is plain text ("2 · layers · s²"), since the presenter view does not typeset.
 
 A notebook the decks cannot be built from (every cell left out, no title in the first cell, a figure whose
-height is not a number) stops the build with one line naming the notebook, the cell and the fix (DeckError).
+height is not a number), or a lecture path that names a section a chapter does not have, stops the build with
+one line naming the notebook, the cell and the fix (DeckError).
 
 How a slide's height is judged: each block (a paragraph, a code cell, an output, a figure) is given the height
 its lines take at the deck's font sizes (deck.css), counting wrapped lines; the tests then measure every slide
@@ -32,6 +38,7 @@ import math
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,16 +63,16 @@ LEFT_OUT = {"exercise", "check", "remove-cell", "language"}
 
 # The slide's geometry and type sizes (deck.css uses the same numbers): what a block's height is judged by.
 WIDTH, HEIGHT, PAD_X, PAD_Y = 1280, 720, 44, 28
-BUDGET = HEIGHT - 2 * PAD_Y - 8
+BUDGET = HEIGHT - 2 * PAD_Y - 24  # 24 px to spare: heights are judged, the browser has the last word
 TEXT_PX, CODE_PX = 24, 20
-TEXT_LINE, CODE_LINE = 34, 26  # line heights in px
-TEXT_COLUMNS = (WIDTH - 2 * PAD_X) / (TEXT_PX * 0.52)  # average Latin glyph ≈ 0.52 em; a Chinese one is 1 em (2 units)
+TEXT_LINE, CODE_LINE, TABLE_LINE = 34, 26, 26  # line heights in px
+TEXT_COLUMNS = (WIDTH - 2 * PAD_X) / (TEXT_PX * 0.55)  # average Latin glyph ≈ 0.55 em; a Chinese one is 1 em (2 units)
 CODE_COLUMNS = int((WIDTH - 2 * PAD_X - 28) / (CODE_PX * 0.602))  # a monospace glyph is 0.602 em
 FIGURE_MAX = 520
 
-WORDS = {"en": {"continued": "continued", "widget": "Interactive widget <code>{w}</code>: open this chapter's "
+WORDS = {"en": {"continued": " (continued)", "widget": "Interactive widget <code>{w}</code>: open this chapter's "
                 "notebook in JupyterLab to use it.", "lecture": "The inference lecture: from logits to the KV cache"},
-         "zh": {"continued": "续", "widget": "交互控件 <code>{w}</code>：在 JupyterLab 中打开本章的笔记本使用。",
+         "zh": {"continued": "（续）", "widget": "交互控件 <code>{w}</code>：在 JupyterLab 中打开本章的笔记本使用。",
                 "lecture": "推理一讲：从 logits 到 KV 缓存"}}
 
 
@@ -104,12 +111,34 @@ def visual_lines(text: str, columns: float) -> int:
     return sum(max(1, math.ceil(display_width(line) / columns)) for line in text.split("\n"))
 
 
+def code_lines(text: str, columns: int) -> int:
+    """Lines code takes in a `white-space: pre-wrap` block that breaks between words, not inside them (deck.css):
+    a word moves whole to the next line, and only a word longer than a line is cut."""
+    total = 0
+    for line in text.split("\n"):
+        used, count = 0, 1
+        for word in re.findall(r"\S+\s*|\s+", line):
+            width = display_width(word.rstrip()) or display_width(word)
+            if used and used + width > columns:
+                count, used = count + 1, 0
+            count += max(0, math.ceil(width / columns) - 1)
+            used = (used + display_width(word)) if width <= columns else width % columns
+        total += count
+    return total
+
+
 @dataclass
 class Block:
     html: str
     height: float
     lines: list[str] | None = None  # a code or text block: its lines, so it can be split between slides
     kind: str = ""
+    rows: int = 0  # lines of text it shows: a slide with fewer than MIN_ROWS of them is a fragment
+    level: int = 0  # a heading's level (1 for the chapter's title, 2 for a section)
+    keep: bool = False  # kept on the slide where the next block starts: a heading, a lead-in ("Why:"), code + output
+    resize: Callable[[int], Block] | None = None  # a figure: the same figure at another height
+    part: list[str] | None = None  # a piece of a code or output block: its lines, so a slide can take some back
+    head: list[str] | None = None  # a table's header and rule (Markdown), repeated over each part of it
 
 
 def prose_blocks(source: str, lang: str = "en") -> list[Block]:
@@ -124,18 +153,49 @@ def prose_blocks(source: str, lang: str = "en") -> list[Block]:
             continue
         begin, end = token.map
         chunk = "\n".join(lines[begin:end])
+        if token.type == "fence":  # a listing in the prose is split between slides like a code cell
+            python = token.info.strip().lower() in ("", "python", "py", "python3", "ipython", "pycon")
+            blocks.append(code_block(token.content, "code" if python else "output"))
+            continue
         rendered = math_html(md.render(chunk))
+        indent = 2 * TEXT_PX if token.type in ("bullet_list_open", "ordered_list_open") else 0  # 1.2 em + marker
+        columns = TEXT_COLUMNS - indent / (TEXT_PX * 0.55)
+        block = Block(rendered, 0, kind=token.type, rows=visual_lines(shown_text(chunk), columns))
         if token.type == "heading_open":
-            height = 64 if token.tag == "h1" else 56
-        elif token.type == "table_open":
-            height = 40 * (end - begin)
+            block.level, block.rows, block.keep = int(token.tag[1]), 0, True
+            block.height = 64 if token.tag == "h1" else 56
+        elif token.type == "table_open":  # split between slides by rows, each part under the header
+            rows = chunk.split("\n")
+            blocks.append(Block("", 0, lines=rows[2:], kind="table", head=rows[:2]))
+            continue
         elif token.type == "math_block":
-            height = 30 * chunk.count("\n") + 80
-        else:
-            plain = re.sub(r"\$\$?[^$]*\$\$?", "xxxxxxxxxx", chunk)
-            height = TEXT_LINE * visual_lines(plain, TEXT_COLUMNS) + 14
-        blocks.append(Block(rendered, height, kind=token.type))
+            block.height, block.rows = 30 * chunk.count("\n") + 80, max(2, chunk.count("\n"))
+        else:  # deck.css: a paragraph or a list item has 10 px under it
+            items = len(re.findall(r"^\s*(?:[-*+]|\d+[.)])\s", chunk, re.M)) if indent else 0
+            block.height = TEXT_LINE * block.rows + 14 + 10 * items
+            # a lead-in ("Why the two differ:", "**What you will learn.**") stays with what it introduces
+            block.keep = chunk.rstrip().endswith((":", "：")) or bool(re.fullmatch(r"\*\*[^*]+\*\*", chunk.strip()))
+        blocks.append(block)
     return blocks
+
+
+def shown_text(markdown_text: str) -> str:
+    """Markdown source as the lines it shows: a line break inside a paragraph or a list item is a space, each item
+    and table row starts a line; a formula counts as ten characters, a link as its text, `**` and `` ` `` as none."""
+    text = re.sub(r"\$\$?[^$]*\$\$?", "xxxxxxxxxx", markdown_text)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).replace("**", "").replace("`", "")
+    return re.sub(r"\n(?!\s*(?:[-*+]\s|\d+[.)]\s|\|))\s*", " ", text)
+
+
+def table_height(chunk: str) -> float:
+    """A Markdown table's height in px (deck.css: 20 px type on 26 px lines, 4 px padding): each row as tall as
+    its fullest cell wrapped at an equal share of the slide's width (a glyph taken as 0.55 em, a Chinese one 1 em)."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in chunk.split("\n")
+            if line.strip() and not re.fullmatch(r"[\s|:-]+", line)]
+    columns = max((len(row) for row in rows), default=1)
+    share = (WIDTH - 2 * PAD_X) / columns - 20  # px of text in a cell
+    lines = [max(max(1, math.ceil(display_width(shown_text(c)) * 11 / share)) for c in row) for row in rows]
+    return sum(TABLE_LINE * n + 9 for n in lines) + 10
 
 
 def code_block(source: str, kind: str = "code") -> Block:
@@ -143,15 +203,19 @@ def code_block(source: str, kind: str = "code") -> Block:
     return Block("", 0, lines=lines, kind=kind)
 
 
-def render_lines(block: Block, lines: list[str]) -> Block:
-    """A code or output block holding these lines, with its height."""
+def render_lines(block: Block, lines: list[str], keep: bool = False) -> Block:
+    """A code or output block, or a table, holding these lines (rows), with its height."""
     text = "\n".join(lines)
+    if block.head is not None:
+        return Block(math_html(markdown().render("\n".join(block.head + lines))), lines_height(lines, block.head),
+                     kind="table", rows=len(lines), keep=keep, part=lines, head=block.head)
     if block.kind == "code":
         body = highlight(text, PythonLexer(), HtmlFormatter(nowrap=True))
         markup = f'<pre class="code">{body}</pre>'
     else:
         markup = f'<pre class="output">{html.escape(text)}</pre>'
-    return Block(markup, CODE_LINE * visual_lines(text, CODE_COLUMNS) + 26, kind=block.kind)
+    rows = code_lines(text, CODE_COLUMNS)
+    return Block(markup, lines_height(lines), kind=block.kind, rows=rows, keep=keep, part=lines)
 
 
 def figure_height(layout: dict, where: str = "a figure") -> int:
@@ -173,8 +237,16 @@ def figure_block(figure: dict, png: str | None, figure_id: str, where: str = "a 
     spec = json.dumps({"data": figure.get("data", []), "layout": layout}, separators=(",", ":")).replace("</", "<\\/")
     fallback = (f'<noscript><img alt="figure" style="max-height:{height}px" src="data:image/png;base64,'
                 f'{"".join(png.split())}"></noscript>' if png else "")
+    smaller = dict(figure, layout=layout)
     return Block(f'<div class="figure" id="{figure_id}" style="height:{height}px">{fallback}</div>'
-                 f'<script type="application/json" id="{figure_id}-json">{spec}</script>', height + 16, kind="figure")
+                 f'<script type="application/json" id="{figure_id}-json">{spec}</script>', height + 16, kind="figure",
+                 resize=lambda h: figure_block(dict(smaller, layout=dict(layout, height=h)), png, figure_id, where))
+
+
+def png_block(png: str, height: int) -> Block:
+    """A figure as a PNG, at most `height` px high."""
+    return Block(f'<img class="png" style="max-height:{height}px" src="data:image/png;base64,{png}">', height,
+                 kind="png", resize=lambda h: png_block(png, h))
 
 
 def output_blocks(cell, lang: str, figure_ids, where: str = "a cell") -> list[Block]:
@@ -194,14 +266,29 @@ def output_blocks(cell, lang: str, figure_ids, where: str = "a cell") -> list[Bl
             blocks.append(Block(f'<p class="widget-note">{note}</p>', 2 * TEXT_LINE + 20, kind="widget"))
         elif "image/png" in data:
             png = "".join(data["image/png"]) if isinstance(data["image/png"], list) else data["image/png"]
-            blocks.append(Block(f'<img class="png" src="data:image/png;base64,{png}">', FIGURE_MAX, kind="png"))
+            blocks.append(png_block(png, FIGURE_MAX))
         elif "text/plain" in data:
             text.append("".join(data["text/plain"]) + "\n")
     out = "".join(text).rstrip("\n")
     return ([code_block(out, "output")] if out else []) + blocks
 
 
-# ---- cells → slides ----------------------------------------------------------------------------------------
+# ---- cells → sections → slides --------------------------------------------------------------------------------
+VISUAL = {"figure", "png", "widget"}
+MIN_ROWS = 3  # a slide shows at least this many lines of text, or a figure, a widget or a title
+FIGURE_MIN = 360  # a figure may be drawn down to this height (px) to stay on the slide of the text before it
+RUNNING = 46  # the height of a continuation's running header (deck.css: h2.running)
+
+
+@dataclass
+class Section:
+    """A chapter's section: from one `#` or `##` heading to the next, with the speaker notes for its first slide."""
+    key: str  # "6.3"; "0" for the chapter's opening; an unnumbered section's heading ("Summary")
+    title: str  # the heading as HTML: the running header of its continuation slides
+    blocks: list[Block] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
 @dataclass
 class Slide:
     blocks: list[Block] = field(default_factory=list)
@@ -212,68 +299,164 @@ class Slide:
     def height(self) -> float:
         return sum(b.height for b in self.blocks)
 
+    @property
+    def content(self) -> list[Block]:
+        """The blocks below the slide's heading or running header."""
+        return [b for b in self.blocks if b.kind != "running" and not b.level]
 
-def pack(groups: list[tuple[list[Block], list[str], str | None]], lang: str) -> list[Slide]:
-    """Each group (the cells from one slide mark to the next) becomes one slide or more: blocks go on while they
-    fit, a code or output block too long for the room left is split between its lines, a block that fits no
-    slide at all (a figure) gets one of its own."""
-    slides = []
-    for blocks, notes, section in groups:
-        slide = Slide(notes=list(notes), section=section)
-        slides.append(slide)
-        for block in blocks:
-            if block.lines is None:
-                if slide.blocks and slide.height + block.height > BUDGET:
-                    slide = Slide(section=section)
-                    slides.append(slide)
-                slide.blocks.append(block)
-                continue
-            lines = block.lines
-            while lines:
-                fit = 0
-                while fit < len(lines) and slide.height + render_lines(block, lines[:fit + 1]).height <= BUDGET:
-                    fit += 1
-                if fit == 0 and not slide.blocks:
-                    fit = 1  # one line wider than a slide: it wraps, it is not cut
-                if fit == 0:
-                    slide = Slide(section=section)
-                    slides.append(slide)
-                    continue
-                slide.blocks.append(render_lines(block, lines[:fit]))
+    @property
+    def fragment(self) -> bool:
+        """Fewer than MIN_ROWS lines of text, and no figure, widget or title to show instead."""
+        shows = any(b.kind in VISUAL or b.level == 1 for b in self.blocks)
+        return not shows and sum(b.rows for b in self.blocks) < MIN_ROWS
+
+
+def running_header(section: Section, lang: str) -> Block:
+    """"6.3 Temperature (continued)": the first line of every slide after a section's first."""
+    return Block(f'<h2 class="running">{section.title}<span class="mark">{WORDS[lang]["continued"]}</span></h2>',
+                 RUNNING, kind="running")
+
+
+def lines_height(lines: list[str], head: list[str] | None = None) -> float:
+    """The height of a code or output block holding these lines, or of a table with this header (render_lines's)."""
+    if head is not None:
+        return table_height("\n".join(head + lines))
+    return CODE_LINE * code_lines("\n".join(lines), CODE_COLUMNS) + 30  # deck.css: 2 × 10 px padding, 10 px margin
+
+
+def most_lines(lines: list[str], room: float, head: list[str] | None = None) -> int:
+    """How many of `lines`, from the first, fit in `room` px."""
+    fit = 0
+    while fit < len(lines) and lines_height(lines[:fit + 1], head) <= room:
+        fit += 1
+    return fit
+
+
+def least(block: Block) -> float:
+    """The height of the least of `block` that may open a slide: MIN_ROWS lines of a long listing, a figure
+    drawn at its smallest, any other block whole."""
+    if block.lines is not None:
+        return lines_height(block.lines if len(block.lines) < 2 * MIN_ROWS else block.lines[:MIN_ROWS], block.head)
+    return min(block.height, FIGURE_MIN + 16) if block.resize else block.height
+
+
+def pack_section(section: Section, lang: str) -> list[Slide]:
+    """One section on as few slides as its blocks take at their full size: the first opens with the section's
+    heading, each one after with a running header. A block goes on while it fits; a heading, a lead-in or a code
+    cell stays on the slide where the block after it starts; a figure may be drawn smaller (down to FIGURE_MIN)
+    to stay by its text; a listing too long for the room left is split between its lines, never leaving fewer
+    than MIN_ROWS of them on either side."""
+    slides = [Slide(notes=list(section.notes), section=section.key)]
+
+    def room() -> float:
+        return BUDGET - slides[-1].height
+
+    def fresh() -> None:
+        slides.append(Slide(blocks=[running_header(section, lang)], section=section.key))
+
+    blocks = section.blocks
+    for k, block in enumerate(blocks):
+        after = least(blocks[k + 1]) if block.keep and k + 1 < len(blocks) else 0
+        if block.lines is None:
+            if slides[-1].content and block.height + after > room():
+                if block.resize and room() - 16 >= FIGURE_MIN:
+                    block = block.resize(int(room() - 16))
+                else:
+                    fresh()
+            slides[-1].blocks.append(block)
+            continue
+        lines = block.lines
+        while lines:
+            empty = not slides[-1].content
+            whole = lines_height(lines, block.head)
+            if whole + after <= room() or (empty and whole <= room()):
+                slides[-1].blocks.append(render_lines(block, lines, keep=block.keep))
+                break
+            fit = most_lines(lines[:len(lines) - MIN_ROWS], room(), block.head)
+            if fit < MIN_ROWS and empty:
+                fit = max(1, most_lines(lines, room(), block.head))  # lines so wide that fewer fit: at least one
+            if fit >= MIN_ROWS or empty:
+                slides[-1].blocks.append(render_lines(block, lines[:fit]))
                 lines = lines[fit:]
-                if lines:
-                    slide = Slide(section=section)
-                    slides.append(slide)
-    return [s for s in slides if s.blocks]
+            fresh()
+    return mend_fragments(slides)
 
 
-SECTION = re.compile(r"^#{1,3}\s+(\d+\.\d+)\b", re.M)
+def mend_fragments(slides: list[Slide]) -> list[Slide]:
+    """A slide with fewer than MIN_ROWS lines of text after the first of its section goes back onto the slide
+    before it when the two fit on one; otherwise it takes the end of that slide (its last block, or the last
+    MIN_ROWS lines of a listing) while that slide keeps MIN_ROWS lines."""
+    k = 1
+    while k < len(slides):
+        before, slide = slides[k - 1], slides[k]
+        below = [b for b in slide.blocks if b.kind != "running"]
+        if slide.fragment and before.height + sum(b.height for b in below) <= BUDGET:
+            before.blocks += below
+            del slides[k]
+            continue
+        while slide.fragment and take_end(before, slide):
+            pass
+        k += 1
+    return slides
 
 
-def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = None):
-    """(blocks, notes, section) per slide group of one notebook; with `only`, just the cells of those sections."""
+def take_end(before: Slide, slide: Slide) -> bool:
+    """Move the end of `before` to the top of `slide`, under its running header; False when nothing may move."""
+    last = before.blocks[-1]
+    if last.level or last.kind == "running":
+        return False
+    moved, kept = last, []
+    if last.part and len(last.part) >= 2 * MIN_ROWS:
+        moved = render_lines(last, last.part[-MIN_ROWS:], keep=last.keep)
+        kept = [render_lines(last, last.part[:-MIN_ROWS])]
+    rest = before.blocks[:-1] + kept
+    if slide.height + moved.height > BUDGET or Slide(rest).fragment:
+        return False
+    before.blocks[:] = rest
+    slide.blocks.insert(1, moved)
+    return True
+
+
+def pack(sections: list[Section], lang: str) -> list[Slide]:
+    """Every section on slides of its own (pack_section), one after the other."""
+    return [slide for section in sections for slide in pack_section(section, lang) if slide.blocks]
+
+
+SECTION = re.compile(r"(\d+\.\d+)\b")
+
+
+def new_section(heading: Block | None) -> Section:
+    """The section a heading opens: keyed by its number, "0" for the chapter's title, else by its text."""
+    if heading is None:
+        return Section("0", "")
+    title = re.sub(r"^\s*<h\d[^>]*>|</h\d>\s*$", "", heading.html)
+    plain = html.unescape(re.sub(r"<[^>]+>", "", title)).strip()
+    number = SECTION.match(plain)
+    return Section(number[1] if number else "0" if heading.level == 1 else plain, title)
+
+
+def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = None) -> list[Section]:
+    """The sections of one notebook, each with its blocks; with `only`, just the sections with those keys. A
+    section runs from one `#`/`##` heading to the next, whichever cell it is in: "## Summary" opens a section of
+    its own ("Summary"), it does not go on with the numbered one before it."""
     notebook = nbformat.read(path, as_version=4)
-    groups, section = [], None
+    sections = []
     for number, cell in enumerate(notebook.cells, start=1):
         kind = (cell.metadata.get("slideshow") or {}).get("slide_type", "-")
         if kind == "skip" or LEFT_OUT & set(cell.metadata.get("tags", [])):
             continue
-        if cell.cell_type == "markdown" and (match := SECTION.search(cell.source)):
-            section = match[1]
-        elif cell.cell_type == "markdown" and re.match(r"#\s", cell.source):
-            section = "0"
-        if only is not None and section not in only:
-            continue
-        if kind in ("slide", "subslide") or not groups:
-            groups.append(([], [], section))
-        blocks = groups[-1][0]
         if cell.cell_type == "markdown":
-            blocks += prose_blocks(cell.source, lang)
+            blocks = prose_blocks(cell.source, lang)
         else:
-            blocks.append(code_block(cell.source))
             first = (cell.source.strip().splitlines() or [""])[0][:50]
-            blocks += output_blocks(cell, lang, figure_ids, f"{shown(path)}, cell {number} ({first!r})")
-    return groups
+            outputs = output_blocks(cell, lang, figure_ids, f"{shown(path)}, cell {number} ({first!r})")
+            blocks = [code_block(cell.source), *outputs]
+            blocks[0].keep = bool(outputs)  # a cell's code stays with the start of its output
+        for block in blocks:
+            if block.level in (1, 2) or not sections:
+                sections.append(new_section(block if block.level in (1, 2) else None))
+            sections[-1].blocks.append(block)
+    return [s for s in sections if only is None or s.key in only]
 
 
 # ---- speaker notes from the lecturer's guide and the lecture path ---------------------------------------------
@@ -293,26 +476,42 @@ def paragraphs(markdown_text: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n\s*\n", markdown_text) if p.strip() and not p.startswith("$$")]
 
 
-def chapter_notes(groups, guide: str) -> None:
+def chapter_notes(sections: list[Section], guide: str) -> None:
     """The guide's plan on the first slide; each paragraph that names a section number on that section's first
     slide; the paragraphs naming none (questions, misconceptions, homework) on the last slide."""
     body = paragraphs(guide)[1:]  # the heading line is the first
     placed = set()
     first_of = {}
-    for k, (_, _, section) in enumerate(groups):
-        first_of.setdefault(section, k)
+    for section in sections:
+        first_of.setdefault(section.key, section)
     for paragraph in body:
         named = [s for s in re.findall(r"\b(\d+\.\d+)\b", paragraph) if s in first_of]
         if named and not paragraph.startswith(("**Plan", "**计划")):
-            groups[first_of[named[0]]][1].append(paragraph)
+            first_of[named[0]].notes.append(paragraph)
             placed.add(paragraph)
-    groups[0][1][:0] = [p for p in body if p not in placed and p.startswith(("**Plan", "**计划"))]
-    groups[-1][1].extend(p for p in body if p not in placed and not p.startswith(("**Plan", "**计划")))
+    sections[0].notes[:0] = [p for p in body if p not in placed and p.startswith(("**Plan", "**计划"))]
+    sections[-1].notes.extend(p for p in body if p not in placed and not p.startswith(("**Plan", "**计划")))
 
 
-def lecture_stops(lang: str) -> list[tuple[str, str, list[tuple[str, list[str]]]]]:
-    """(heading, the stop's Markdown, [(chapter notebook, [section, ...]), ...]) for each stop of the lecture path,
-    in its order: the sections named after the stop's **Chapter(s):** line, each under the chapter named before it."""
+NAMED = re.compile(r"(?<![\d.§])(\d+)\.(\d+)(?:\s*[–-]\s*(\d+)\.(\d+))?(?!\d|\.\d)")
+
+
+def named_sections(text: str, chapter: str) -> list[str]:
+    """The sections of `chapter` ("06-logits-to-token") that `text` names: "6.1–6.5" is five of them; a course
+    note's "§4.4" and a number such as "0.9" or "1.05" are not sections."""
+    number, found = chapter.split("-")[0].lstrip("0"), []
+    for m in NAMED.finditer(text):
+        if m[1] == number:
+            last = int(m[4]) if m[3] == number else int(m[2])
+            found += [f"{number}.{n}" for n in range(int(m[2]), last + 1) if f"{number}.{n}" not in found]
+    return found
+
+
+def lecture_stops(lang: str) -> list[tuple[str, str, list[tuple[str, list[str], list[str]]]]]:
+    """(heading, the stop's Markdown, [(chapter notebook, its sections, those its **Chapter(s):** line names)])
+    for each stop of the lecture path, in its order. A chapter's sections are the ones the stop names anywhere
+    (the **Chapter:** line, and "show section 3.5" below it), in the order of their numbers; the chapters are in
+    the order the **Chapter(s):** line names them."""
     text = (PAGES[lang] / "lecture-path.md").read_text(encoding="utf-8")
     stops = []
     for part in re.split(r"^## ", text, flags=re.M)[1:]:
@@ -320,35 +519,57 @@ def lecture_stops(lang: str) -> list[tuple[str, str, list[tuple[str, list[str]]]
         line = re.search(r"\*\*(?:Chapters?:|章节：)\*\*(.*?)(?:\n\s*\n|\n- )", body, re.S)
         if not line:
             continue
-        targets, current = [], None
-        for token in re.finditer(r"\{doc\}`chapters/([\w-]+)`|(\d+)\.(\d+)(?:\s*[–-]\s*(\d+)\.(\d+))?", line[1]):
-            if token[1]:
-                current = (token[1], [])
-                targets.append(current)
-            elif current and token[2] == current[0].split("-")[0].lstrip("0"):
-                last = int(token[5]) if token[4] else int(token[3])
-                current[1].extend(f"{token[2]}.{n}" for n in range(int(token[3]), last + 1))
-        stops.append((heading.strip(), body, [t for t in targets if t[1]]))
+        chapters = re.findall(r"\{doc\}`chapters/([\w-]+)`", line[1])
+        pieces = re.split(r"\{doc\}`chapters/[\w-]+`", line[1])[1:]  # the text after each chapter's name
+        targets = []
+        for chapter, piece in zip(chapters, pieces, strict=True):
+            required = named_sections(piece, chapter)
+            every = sorted(set(required) | set(named_sections(body, chapter)), key=lambda s: int(s.split(".")[1]))
+            if every:
+                targets.append((chapter, every, required))
+        stops.append((heading.strip(), body, targets))
     return stops
 
 
 # ---- HTML -------------------------------------------------------------------------------------------------
-def section_html(slide: Slide, continued: bool, lang: str) -> str:
-    mark = f'<p class="continued">({WORDS[lang]["continued"]})</p>' if continued else ""
-    notes = ""
-    if slide.notes:
-        rendered = math_html(markdown().render(myst_roles("\n\n".join(slide.notes), lang)))
-        notes = f'<aside class="notes">{rendered}</aside>'
-    return f"<section>{mark}{''.join(b.html for b in slide.blocks)}{notes}</section>"
+SYMBOLS = {"cdot": "·", "times": "×", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "approx": "≈", "to": "→",
+           "rightarrow": "→", "infty": "∞", "ldots": "…", "dots": "…", "sum": "Σ", "neq": "≠", "in": "∈",
+           "alpha": "α", "beta": "β", "gamma": "γ", "theta": "θ", "lambda": "λ", "mu": "μ", "sigma": "σ",
+           "pi": "π", "Delta": "Δ", "sqrt": "√", "left": "", "right": "", "quad": " ", ",": " ", ";": " ", " ": " "}
+SUPER = str.maketrans("0123456789+-()n", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ")
+SUB = str.maketrans("0123456789+-()", "₀₁₂₃₄₅₆₇₈₉₊₋₍₎")
+
+
+def tex_plain(tex: str) -> str:
+    """Inline TeX as plain text, for speaker notes (the presenter view has no MathJax): `2 \\cdot \\text{layers}`
+    → 2 · layers, `s^2` → s², `\\frac{a}{b}` → (a)/(b)."""
+    def script(m: re.Match, table: dict, mark: str) -> str:
+        body = m[1] if m[1] is not None else m[2]
+        return body.translate(table) if all(c in "0123456789+-()n" for c in body) and body else f"{mark}{body}"
+
+    text = re.sub(r"\\(?:text|mathrm|operatorname|mathbf|mathit|textbf)\{([^{}]*)\}", r"\1", tex)
+    text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = re.sub(r"\^\{([^{}]*)\}|\^(\w)", lambda m: script(m, SUPER, "^"), text)
+    text = re.sub(r"_\{([^{}]*)\}|_(\d)", lambda m: script(m, SUB, "_"), text)
+    text = re.sub(r"\\([A-Za-z]+|[,; !])", lambda m: SYMBOLS.get(m[1], m[1]), text)
+    return re.sub(r"\s+", " ", text.replace("{", "").replace("}", "")).strip()
+
+
+def notes_html(notes: list[str], lang: str) -> str:
+    """Speaker notes as HTML, their maths as plain text (the presenter view does not typeset)."""
+    rendered = markdown().render(myst_roles("\n\n".join(notes), lang))
+    plain = lambda m: html.escape(tex_plain(html.unescape(m[1])), quote=False)  # noqa: E731
+    rendered = re.sub(r'<span class="math inline">(.*?)</span>', plain, rendered, flags=re.S)
+    return re.sub(r'<div class="math block">(.*?)</div>', lambda m: f"<p>{plain(m)}</p>", rendered, flags=re.S)
+
+
+def section_html(slide: Slide, lang: str) -> str:
+    notes = f'<aside class="notes">{notes_html(slide.notes, lang)}</aside>' if slide.notes else ""
+    return f"<section>{''.join(b.html for b in slide.blocks)}{notes}</section>"
 
 
 def deck_html(title: str, slides: list[Slide], lang: str, assets: str) -> str:
-    sections, previous = [], None
-    for slide in slides:
-        continued = previous is not None and slide.section == previous.section and not slide.notes and \
-            not any(b.kind == "heading_open" for b in slide.blocks)
-        sections.append(section_html(slide, continued, lang))
-        previous = slide
+    sections = [section_html(slide, lang) for slide in slides]
     return f"""<!doctype html>
 <html lang="{'zh-CN' if lang == 'zh' else 'en'}">
 <head>
@@ -390,8 +611,9 @@ DECK_CSS = f"""/* teachllm decks: 1280×720 slides, never scaled (build_slides.p
 .reveal table {{ font-size: 20px; margin: 0 0 10px; border-collapse: collapse; }}
 .reveal table th, .reveal table td {{ padding: 4px 10px; border-bottom: 1px solid #ccc; }}
 .reveal pre {{ box-sizing: border-box; width: 100%; margin: 0 0 10px; padding: 10px 14px; box-shadow: none;
-  font-size: {CODE_PX}px; line-height: {CODE_LINE}px; white-space: pre-wrap; overflow-wrap: anywhere;
-  word-break: break-all; max-height: none; overflow: visible; }}
+  font-size: {CODE_PX}px; line-height: {CODE_LINE}px; max-height: none; overflow: visible;
+  white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; }}
+/* identifiers stay whole: code wraps between words, and only a token longer than a line is cut */
 .reveal pre.code {{ background: #f5f7fa; border-left: 4px solid #2a9d8f; }}
 .reveal pre.output {{ background: #fff; border-left: 4px solid #bbb; }}
 .reveal code {{ font-family: "DejaVu Sans Mono", "Noto Sans Mono CJK SC", monospace; font-size: {CODE_PX}px; }}
@@ -399,7 +621,9 @@ DECK_CSS = f"""/* teachllm decks: 1280×720 slides, never scaled (build_slides.p
 .reveal .figure {{ width: 100%; margin: 0 0 16px; }}
 .reveal .figure noscript img, .reveal img.png {{ max-width: 100%; }}
 .reveal .widget-note {{ border-left: 4px solid #2166ac; background: #f4f8fc; padding: 8px 14px; }}
-.reveal .continued {{ color: #888; font-size: 18px; margin: 0 0 4px; }}
+.reveal h2.running {{ font-size: {TEXT_PX}px; line-height: 30px; color: #52667a; margin: 0 0 10px;
+  padding-bottom: 4px; border-bottom: 1px solid #d0d7de; }}
+.reveal h2.running .mark {{ color: #888; font-weight: normal; }}
 .reveal .stop-title h1 {{ margin-top: 160px; }}
 {HtmlFormatter().get_style_defs('.reveal pre.code')}
 """
@@ -410,16 +634,17 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
 // The build packs cells into slides by judging heights; the browser has the last word, with the fonts of the
 // machine that shows the deck. Before reveal.js starts (and after MathJax has set the formulas), every slide
 // that scrolls hands its last element, or the last lines of a block of code or output, or the last items of
-// a list or rows of a table, to a new slide after it, marked as continued, until it fits: nothing is cut
-// off and nothing shrinks.
+// a list or rows of a table, to a new slide after it, under the section's running header ("6.3 Temperature
+// (continued)", as the build writes it), until it fits: nothing is cut off and nothing shrinks.
 (function () {
-  var continued = document.documentElement.lang.indexOf("zh") === 0 ? "（续）" : "(continued)";
+  var marks = __MARKS__;
+  var continued = marks[document.documentElement.lang.indexOf("zh") === 0 ? "zh" : "en"];
 
   function overflows(section) { return section.scrollHeight > section.clientHeight; }
 
   function movable(section) {
     return [].filter.call(section.children, function (e) {
-      return e.tagName !== "ASIDE" && !e.classList.contains("continued");
+      return e.tagName !== "ASIDE" && !e.classList.contains("running");
     });
   }
 
@@ -429,12 +654,24 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     next = document.createElement("section");
     next.dataset.slide = section.dataset.slide + "+";
     next.dataset.continues = section.dataset.slide;
-    var mark = document.createElement("p");
-    mark.className = "continued";
-    mark.textContent = continued;
-    next.appendChild(mark);
+    next.appendChild(header(section));
     section.insertAdjacentElement("afterend", next);
     return next;
+  }
+
+  // the running header of a continuation: the slide's own (typeset) one, or one made from its heading
+  function header(section) {
+    var running = section.querySelector("h2.running");
+    if (running) { return running.cloneNode(true); }
+    var made = document.createElement("h2");
+    made.className = "running";
+    var heading = section.querySelector("h1, h2");
+    if (heading) { [].forEach.call(heading.childNodes, function (n) { made.appendChild(n.cloneNode(true)); }); }
+    var mark = document.createElement("span");
+    mark.className = "mark";
+    mark.textContent = continued;
+    made.appendChild(mark);
+    return made;
   }
 
   // move the last lines of a <pre> to the next slide until this one fits; false when not even one line stays
@@ -445,10 +682,18 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
       moved.unshift(lines.pop());
       pre.innerHTML = lines.join("\\n");
     }
-    if (!moved.length) { return false; }
+    // never 1 or 2 lines on either side (as the build splits): take 3, or leave the block whole
+    while (moved.length && moved.length < 3 && lines.length > 3) {
+      moved.unshift(lines.pop());
+      pre.innerHTML = lines.join("\\n");
+    }
+    if (moved.length < 3 || lines.length < 3) {
+      pre.innerHTML = lines.concat(moved).join("\\n");
+      return false;
+    }
     var rest = pre.cloneNode(false);
     rest.innerHTML = moved.join("\\n");
-    var mark = next.querySelector(".continued");
+    var mark = next.querySelector(".running");
     mark.insertAdjacentElement("afterend", rest);
     return !overflows(section);
   }
@@ -472,7 +717,7 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
       rest.start = (block.start || 1) + holder.children.length;
     }
     moved.forEach(function (item) { restHolder.appendChild(item); });
-    next.querySelector(".continued").insertAdjacentElement("afterend", rest);
+    next.querySelector(".running").insertAdjacentElement("afterend", rest);
     return !overflows(section);
   }
 
@@ -489,8 +734,7 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
         if (last.tagName === "PRE" && splitPre(s, last, next)) { break; }
         if (/^(UL|OL|TABLE)$/.test(last.tagName) && splitItems(s, last, next)) { break; }
         if (items.length === 1) { break; }  // one element taller than a slide: left for the tests to find
-        var mark = next.querySelector(".continued");
-        mark.insertAdjacentElement("afterend", last);
+        next.querySelector(".running").insertAdjacentElement("afterend", last);
       }
       s.style.display = "";
     }
@@ -514,7 +758,7 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     (typeset ? typeset : Promise.resolve()).then(start, start);
   });
 })();
-"""
+""".replace("__MARKS__", json.dumps({lang: words["continued"] for lang, words in WORDS.items()}, ensure_ascii=False))
 
 
 def copy_assets() -> None:
@@ -567,13 +811,17 @@ def deck_title(path: Path) -> str:
 def lecture_deck(lang: str) -> list[Slide]:
     slides, ids = [], figure_counter("lecture")
     for heading, body, targets in lecture_stops(lang):
-        title = Block(f'<div class="stop-title"><h1>{html.escape(heading)}</h1></div>', 300, kind="heading_open")
-        slides += pack([([title], paragraphs(body), f"stop {heading}")], lang)
-        for chapter, sections in targets:
+        title = Block(f'<div class="stop-title"><h1>{html.escape(heading)}</h1></div>', 300, kind="heading_open",
+                      level=1)
+        slides += pack([Section(f"stop {heading}", html.escape(heading), [title], paragraphs(body))], lang)
+        for chapter, keys, required in targets:
             path = NOTEBOOKS[lang] / f"{chapter}.ipynb"
-            groups = notebook_groups(path, lang, ids, only=set(sections))
-            groups.sort(key=lambda g: sections.index(g[2]) if g[2] in sections else len(sections))
-            slides += pack(groups, lang)
+            sections = notebook_groups(path, lang, ids, only=set(keys))
+            if missing := [k for k in required if k not in {s.key for s in sections}]:
+                raise DeckError(f"{shown(PAGES[lang] / 'lecture-path.md')}, stop {heading!r}: {shown(path)} has no "
+                                f"section {', '.join(missing)} on its slides (no '## {missing[0]} …' heading, or "
+                                "its cells are skipped); fix the section number in the lecture path")
+            slides += pack(sorted(sections, key=lambda s: keys.index(s.key)), lang)
     return slides
 
 
