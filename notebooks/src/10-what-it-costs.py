@@ -111,7 +111,8 @@ print(f"recompute all {s + 1} tokens: {without_cache / 1e9:.3f} GFLOP;  one cach
 # ## 10.3 An estimate for Llama-7B from the course notes *(optional)*
 #
 # *LLM Inference Flow* (《LLM 推理流程》) estimates the FLOPs of Llama-7B for a 1,000-token prompt with two
-# small functions (its §3.3 and §4.3). Here they are as it writes them, with the lines that print its numbers:
+# small functions (its §3.3 and §4.3). Here is its code, with the lines that print its numbers. The arithmetic is the
+# notes' own; the docstrings are ours and the comments are translated into English.
 
 # %%
 def estimate_prefill_flops(prompt_len, hidden_size, num_layers, num_heads):
@@ -399,9 +400,10 @@ roofline_view
 # Prefill sits to the right, and the longer the prompt, the further right. A point can only be on or under
 # the roof: the peak is the best of the model's own matmuls, and a phase does those matmuls and more (the
 # last line under the table above says how close the best phase came; `tests/test_roofline.py` checks that
-# none goes over). On a CPU the ridge is low, a few FLOP per byte, because a CPU has little arithmetic for its
-# memory bandwidth. A prefill of a few dozen tokens is then already compute-bound, and batch-1 decode is
-# deep in the memory-bound region.
+# none goes over). On a CPU the ridge is low, because a CPU has little arithmetic for its memory bandwidth: the
+# device line above gives this machine's, at most a few dozen FLOP per byte, against 295 for an H100. A prefill
+# of a few dozen tokens is then already compute-bound (a cell further down gives the length here), and batch-1 decode,
+# at 0.5 FLOP per byte, is deep in the memory-bound region.
 #
 # Usually the points do not reach the roof, and decode falls furthest short. A decode step runs hundreds of
 # small operations (in every layer: norms, projections, RoPE, attention and MLP), each with its own Python and
@@ -589,9 +591,9 @@ timeline_view  # the widget: "generate and time" measures again
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.11 Batching decode
 #
-# *LLM Generation Process* (§6.3) says that a decode step for one request reads all the weights (14 GB for a 7B model
-# in bfloat16) to produce one token, and that a batch of 32 reads them once for 32 tokens: 32 times the
-# work for the same bytes. Counted for this model at 301 keys:
+# *LLM Generation Process* (§6.3) says that a decode step for one request reads all the weights ("14GB" in its
+# sketch, which names no model; a 7B model in 16 bits is about that size) to produce one token, and that a batch
+# of 32 reads them once for 32 tokens: 32 times the work for the same bytes. Counted for this model at 301 keys:
 
 # %%
 print(f"decode step at T = {N + 1} keys")
@@ -636,18 +638,26 @@ for r in rows:
           f"{r['predicted_tokens_per_s']:>10.1f}{r['predicted_ratio']:>11.2f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Batch 16 gives many times the tokens per second of batch 1, though less than 16 times. On a CPU the
-# ridge is low: at batch 16 decode already does about 6 FLOP per byte, near or past the ridge, so the
-# arithmetic starts to limit it. The roofline's own prediction grows less than 16 times for the same reason.
-# On a GPU, with its ridge near 300, the gain keeps growing to much larger batches. Either way, each
-# sequence waits for the whole batch, so batching buys throughput and costs a little latency per token.
+# Batch 16 gives many times the tokens per second of batch 1, though less than 16 times. The roofline's own
+# prediction (the last column) is under 16 times too, and why depends on this machine's ridge. The prompt here is
+# short, so the cache is small: a batch-16 step does about 8 FLOP per byte (16 × 0.27 GFLOP over 538 MB of weights
+# and a little cache). The batch-16 point of 10.8 sits lower, at 6.1, because its 301 keys make the cache heavier.
+# - If the ridge printed in 10.8 is above 8, the step is still memory-bound. The weights are read once, but each
+#   sequence reads its own K and V, so the bytes grow a little with the batch and the prediction falls just short
+#   of 16.
+# - If the ridge is below 8, the step has crossed it and the arithmetic limits it. The prediction is then the
+#   ridge ÷ 0.5 (batch 1's intensity): about twice the ridge, well short of 16 when the ridge is low.
+#
+# On a GPU, with its ridge near 300, the gain keeps growing to much larger batches, though less than in
+# proportion once the KV cache outweighs the weights (the Llama-7B table above). Either way, each sequence waits
+# for the whole batch, so batching buys throughput and costs a little latency per token.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.12 TTFT and tokens per second *(optional)*
 #
 # The two metrics of chapter 1 follow from all this:
-# - **TTFT** (time to first token) is mostly one prefill. Prefill is compute-bound, so TTFT grows with the
-#   prompt's FLOPs: roughly linearly in its length, and faster once attention matters.
+# - **TTFT** (time to first token) is mostly one prefill. Past the ridge (10.8) prefill is compute-bound, so TTFT
+#   grows with the prompt's FLOPs: roughly linearly in its length, and faster once attention matters.
 # - **TPOT** (time per output token) is one decode step. A step is memory-bound, so at batch 1 it costs
 #   about one read of the weights and the cache. $1 / \text{TPOT}$ is the **decode rate**.
 # - **tokens/s**, as chapter 1 defines it (`Metrics.tokens_per_s`), is
@@ -681,10 +691,13 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
       f"TPOT ≥ {tpot_7b * 1e3:.2f} ms, decode rate ≤ {1 / tpot_7b:.0f} tokens per second")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Real engines reach a good part of that, which is why their optimisations split the same way as in the course notes
-# (*LLM Inference Flow* §5.3, the interview answer §7). Prefill gets faster kernels (FlashAttention, fused
-# operators). Decode gets bigger batches (continuous batching, chapter 11), fewer bytes (KV-cache quantisation, GQA)
-# and fewer steps (speculative decoding, chapter 13).
+# Real engines reach a good part of that. The course notes sort their optimisations by phase. The table in
+# *LLM Inference Flow* §5.3 has three rows:
+# - prefill, bound by compute: operator fusion, FlashAttention;
+# - decode, bound by memory: KV-cache compression, batching (continuous batching, chapter 11);
+# - both: quantisation (10.13), speculative decoding (chapter 13).
+#
+# The interview answer (§7) has two lists only, prefill and decode, and puts speculative decoding under decode.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.13 Fewer bytes per weight: the model as it ships *(optional)*
@@ -814,7 +827,10 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # The 4-bit integers are exactly the file's (every `dequantize()` equals the float32 weight), so the whole
 # difference is bfloat16 rounding inside the kernel: it takes bfloat16 activations, keeps the per-block
 # scale and zero in bfloat16, and returns bfloat16. That moves a logit by less than 1.5 and the perplexity
-# by less than 2% (the cell asserts both): no more than running the float32 weights in bfloat16 does. Other
+# by less than 2% (the cell asserts both). Beside bfloat16 (the float32 weights run in bfloat16), the 4-bit model
+# moves the logits less: its largest difference and its mean KL are both smaller. It does not move every perplexity
+# less: on the Chinese paragraph its perplexity rises by more than 1%, while bfloat16's hardly moves (the table gives
+# this run's numbers). Other
 # combinations were tried: float32 activations into the same kernel give almost exactly the float32 logits but
 # run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
 # costs a second pass without removing the output's rounding. Those numbers are in the README.

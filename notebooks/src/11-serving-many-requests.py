@@ -38,9 +38,11 @@ tok = lm.tokenizer
 #
 # A decode step turns one token into logits. To do so it multiplies a vector by every weight matrix of the
 # model: about 2 FLOPs per weight, and every weight has to come from memory. *LLM Generation Process*
-# (《LLM 生成过程》) §6.3 makes the point with a 7-billion-parameter model in float16: for one request,
-# "read the weights (14 GB), compute one token"; for a batch of 32 requests, "read the weights once, compute
-# 32 tokens". `tl.cost` gives the numbers for Llama-2-7B and for our model:
+# (《LLM 生成过程》) §6.3 makes the point with two code sketches. For one request, `read_weights()` (its comment:
+# `# 14GB`), then `process_1_token()`, "a very small amount of computation"; for a batch of 32, `read_weights()`
+# with the comment `# 14GB(只读一次)`, "read only once", then `process_32_tokens()`, "32 times the computation".
+# The notes do not say which model has 14 GB of weights; a 7-billion-parameter model in float16 is about that size.
+# `tl.cost` gives the numbers for Llama-2-7B and for our model:
 
 # %%
 llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
@@ -337,8 +339,8 @@ for name, run in chunk_runs.items():
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 # - A decode step reads every weight once whatever the batch, so batching decode multiplies tokens per second
-#   (*LLM Generation Process* §6.3: "read the weights once, compute 32 tokens"); `tl.cost` shows the intensity
-#   growing with the batch, and the measurement shows the gain.
+#   (*LLM Generation Process* §6.3: the weights read once, `# 14GB(只读一次)`, for 32 times the computation);
+#   `tl.cost` shows the intensity growing with the batch, and the measurement shows the gain.
 # - An engine works in iterations: a scheduler fills each with decodes (one token per running request) and
 #   prefills; finished requests leave and free their cache.
 # - Static batching lets short requests wait for the longest one in their batch. Continuous batching
