@@ -17,19 +17,24 @@ teachllm/viz/static.py).
     python scripts/build_notebooks.py --lang zh 06 # one edition only
     python scripts/build_notebooks.py --metadata-only 03   # copy cell metadata only (slides, tags); no re-run
     python scripts/build_notebooks.py --sources-only 10    # copy cell sources and metadata; no re-run
+    python scripts/build_notebooks.py --quizzes-only 05    # show the quiz as its YAML and keys.json say; no re-run
 
 `--metadata-only` is for a change that touches only cell metadata in the .py (a slide type, say): it
 copies each cell's metadata into the committed notebook and keeps its outputs, after checking that the
 cells' sources are the same. `--sources-only` is for a change that cannot alter an output (a module's new
 import path, a reworded paragraph): it copies sources and metadata, cell for cell, and keeps the outputs, after
 checking that the cells are as many and of the same kinds. nbval (`make test`) then runs every cell and compares:
-an output the change did alter fails there.
+an output the change did alter fails there. `--quizzes-only` is for a change to a chapter's quiz
+(notebooks/quizzes/): the quiz cell's output is drawn again from the YAML and keys.json, which is all it depends
+on; tests/test_quiz.py checks that every notebook shows its chapter's current quiz.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -47,6 +52,8 @@ import translations  # noqa: E402  (scripts/ is not a package)
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 LANGUAGES = ("en", *translations.LANGUAGES)
+QUIZ_CELL = re.compile(r"^viz\.Quiz\((\d+)\)\s*$", re.M)  # a chapter's quiz cell ends with `viz.Quiz(N)`
+MIME_KEY = "application/vnd.teachllm.widget+json"  # teachllm.viz.static.MIME: a widget's kernel-free form
 LANGUAGE_CELL = {"zh": 'from teachllm import viz\n\nviz.set_language("zh")  # 图表和控件的文字用中文；代码与英文版相同'}
 
 
@@ -105,18 +112,55 @@ def copy_metadata(src: Path, lang: str = "en", sources: bool = False) -> None:
     nbformat.write(built, path)
 
 
+def quiz_outputs(nb: nbformat.NotebookNode, lang: str) -> list[tuple[nbformat.NotebookNode, dict]]:
+    """Each quiz cell of a notebook (`viz.Quiz(N)`) with the output data it shows now, in `lang`: the
+    kernel-free form (static.MIME) and the text/plain line, both drawn from the quiz's YAML and keys.json."""
+    from teachllm import viz
+
+    found, before = [], viz.language()
+    try:
+        viz.set_language(lang)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and (match := QUIZ_CELL.search(cell.source)):
+                quiz = viz.Quiz(int(match.group(1)))
+                found.append((cell, {MIME_KEY: json.dumps(quiz.static_form(), separators=(",", ":"), ensure_ascii=False,
+                                                      allow_nan=False),
+                                    "text/plain": quiz._repr_mimebundle_()["text/plain"]}))
+    finally:
+        viz.set_language(before)
+    return found
+
+
+def refresh_quizzes(src: Path, lang: str = "en") -> int:
+    """Draw the quiz cells' outputs of the committed notebook again; the other cells and the widget's model id
+    stay. Returns how many quiz cells changed."""
+    path = folder(lang) / f"{src.stem}.ipynb"
+    nb, changed = nbformat.read(path, as_version=4), 0
+    for cell, data in quiz_outputs(nb, lang):
+        shown = next((o for o in cell.outputs if MIME_KEY in o.get("data", {})), None)
+        if shown is None:
+            sys.exit(f"{path.name}: its quiz cell has no saved kernel-free form; rebuild the notebook instead")
+        if shown.data[MIME_KEY] != data[MIME_KEY]:
+            shown.data.update(data)
+            changed += 1
+    nbformat.write(nb, path)
+    return changed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("prefixes", nargs="*", help="build only notebooks whose names start with these")
     parser.add_argument("--metadata-only", action="store_true", help="copy cell metadata, do not execute")
     parser.add_argument("--sources-only", action="store_true", help="copy cell sources and metadata, do not execute")
+    parser.add_argument("--quizzes-only", action="store_true", help="draw the quiz cells' outputs again, no re-run")
     parser.add_argument("--lang", choices=LANGUAGES, action="append", help="one edition (default: all)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TEACHLLM_STATIC_FIGURES", "1")
     os.environ["TEACHLLM_STATIC_WIDGETS"] = "1"  # each widget also saves its kernel-free form for the book
     browsers = ("chromium", "chromium-browser", "google-chrome", "chrome")
-    if env_flag("TEACHLLM_STATIC_FIGURES") and not (args.metadata_only or args.sources_only) and not (
+    no_run = args.metadata_only or args.sources_only or args.quizzes_only
+    if env_flag("TEACHLLM_STATIC_FIGURES") and not no_run and not (
             os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in browsers)):
         sys.exit("build_notebooks: kaleido draws the PNG beside each figure in a Chromium, and none was found "
                  "(apt-get install chromium, or set BROWSER_PATH). TEACHLLM_STATIC_FIGURES=0 builds without "
@@ -129,6 +173,9 @@ def main() -> None:
     for src in sources:
         for lang in args.lang or LANGUAGES:
             name = src.stem if lang == "en" else f"{lang}/{src.stem}"
+            if args.quizzes_only:
+                print(f"{name}: {refresh_quizzes(src, lang)} quiz cell(s) drawn again")
+                continue
             if args.metadata_only or args.sources_only:
                 copy_metadata(src, lang, sources=args.sources_only)
                 print(f"{name}: {'sources and ' * args.sources_only}metadata copied")

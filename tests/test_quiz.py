@@ -6,9 +6,13 @@
 - The widget checks answers as Question.is_right does, and its kernel-free form (what the book's page checks
   answers with) carries the loader's questions, answers and explanations.
 - Bad quiz files give errors that name the file, the question and what is wrong.
+- Every chapter notebook shows its chapter's current quiz: a change to a YAML file that was not drawn again into
+  the notebooks (`scripts/build_notebooks.py --quizzes-only NN`) would leave the book showing the old questions.
 """
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -18,6 +22,7 @@ from teachllm.viz import Quiz, set_language
 from teachllm.viz.language import language
 
 CHAPTERS = list(quiz.CHAPTERS)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -204,3 +209,24 @@ def test_check_reports_a_changed_number_and_tolerates_rounding():
     assert quiz.differences(committed, rounded) == []
     found = quiz.differences(committed, {"03": {"lm-head-flops": {"answer": 56623105, "probability": 0.653}}})
     assert found == ["keys.json.03.lm-head-flops.answer: keys.json has 56623104, the engine gives 56623105"]
+
+
+@pytest.mark.parametrize("lang", quiz.LANGUAGES)
+def test_the_notebooks_show_the_current_quizzes(lang):
+    """The saved kernel-free form of every quiz cell (what the book shows) is what the YAML and keys.json give now."""
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_notebooks
+
+    folder = build_notebooks.folder(lang)
+    stale, seen = [], 0
+    for path in sorted(folder.glob("[0-9][0-9]-*.ipynb")):
+        for cell, data in build_notebooks.quiz_outputs(nbformat.read(path, as_version=4), lang):
+            seen += 1
+            key = build_notebooks.MIME_KEY
+            shown = [json.loads(o.data[key]) for o in cell.outputs if key in o.get("data", {})]
+            if shown != [json.loads(data[key])]:
+                stale.append(path.name)
+    assert seen == len(CHAPTERS), f"{seen} quiz cells in {folder}, for {len(CHAPTERS)} chapters"
+    assert not stale, f"{lang}: {stale} show an old quiz; run scripts/build_notebooks.py --quizzes-only"
