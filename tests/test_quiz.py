@@ -230,3 +230,40 @@ def test_the_notebooks_show_the_current_quizzes(lang):
                 stale.append(path.name)
     assert seen == len(CHAPTERS), f"{seen} quiz cells in {folder}, for {len(CHAPTERS)} chapters"
     assert not stale, f"{lang}: {stale} show an old quiz; run scripts/build_notebooks.py --quizzes-only"
+
+
+def answer_skew(questions) -> float:
+    """Pearson's chi-square of where the right answers sit (A, B, C, ...) against what uniformly placed answers
+    give: a question with n options puts its answer at each of its n positions with probability 1/n."""
+    observed, expected = {}, {}
+    for q in questions:
+        observed[q.answer] = observed.get(q.answer, 0) + 1
+        for k in range(len(q.options)):
+            expected[k] = expected.get(k, 0) + 1 / len(q.options)
+    return sum((observed.get(k, 0) - e) ** 2 / e for k, e in expected.items())
+
+
+# chi-square with 4 degrees of freedom (five positions at most) exceeds 18.47 with probability 0.001 alone
+SKEWED = 18.47
+
+
+def test_the_answer_position_says_nothing():
+    """Options are shuffled per question id, the same in both editions; over all chapters the answers sit where
+    chance would put them. The YAML's own order (the answer first more often than not) fails the same check."""
+    keys = quiz.read_keys()
+    shown, written = [], []
+    for chapter in CHAPTERS:
+        en, zh = (quiz.load(chapter, lang) for lang in quiz.LANGUAGES)
+        chapter_keys = keys.get(f"{chapter:02d}", {})
+        for q, z, raw in zip(en, zh, quiz.read(chapter, "en"), strict=True):
+            if q.type == "numeric":
+                continue
+            unshuffled = quiz.final(raw, chapter_keys, "test")
+            assert sorted(q.options) == sorted(unshuffled.options), q.id  # the same options ...
+            assert q.options[q.answer] == unshuffled.options[unshuffled.answer], q.id  # ... and the same answer
+            assert z.answer == q.answer, q.id  # the same position in both editions
+            shown.append(q)
+            written.append(unshuffled)
+    assert len(shown) >= 50
+    assert answer_skew(written) > SKEWED, "the YAML's order is not skewed: this check could not fail"
+    assert answer_skew(shown) < SKEWED, [q.answer for q in shown]

@@ -27,11 +27,14 @@ a question from the lecturer's guide's "Ask the room".
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import html
 import importlib.util
 import inspect
 import json
 import math
+import random
 import re
 import string
 import sys
@@ -359,7 +362,18 @@ def load(chapter: int, lang: str = "en", keys: dict | None = None) -> list[Quest
     compare_languages(chapter, read(chapter, "en"), read(chapter, "zh"))
     if keys is None:
         keys = read_keys().get(f"{chapter:02d}", {}) if any("key" in q for q in questions) else {}
-    return [final(q, keys, f"{path(chapter, lang).name}, {q['id']}") for q in questions]
+    return [shuffled(final(q, keys, f"{path(chapter, lang).name}, {q['id']}"), chapter) for q in questions]
+
+
+def shuffled(q: Question, chapter: int) -> Question:
+    """`q` with its options in an order drawn from its chapter and id alone: the same in both editions and on
+    every build, and the right answer's position says nothing (the YAML files put it first more often than not)."""
+    if q.type == "numeric":
+        return q
+    seed = int.from_bytes(hashlib.sha256(f"quiz {chapter:02d} {q.id}".encode()).digest()[:8], "big")
+    order = list(range(len(q.options)))
+    random.Random(seed).shuffle(order)  # order[k]: the YAML position of the option shown k-th
+    return dataclasses.replace(q, options=[q.options[k] for k in order], answer=order.index(q.answer))
 
 
 def final(q: dict, keys: dict, where: str) -> Question:
