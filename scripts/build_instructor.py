@@ -39,10 +39,13 @@ For course staff only: do not hand this folder to students. It holds
 ## Grading a class
 
 1. Collect the submitted notebooks in one folder, one file per student: `alice.ipynb`, `bob.ipynb`, ... (the
-   file's name is the student's name in the results). Any chapter, English or Chinese, can be mixed.
+   file's name is the student's name in the results), or one folder per student as course platforms export
+   them (`alice/ch06.ipynb`). Any chapter, English or Chinese, can be mixed.
 2. From the repository: `make grade SUBMISSIONS=path/to/folder` (offline, no Docker; `TIMEOUT=120` gives each
    cell 120 s instead of 60).
-3. Read `path/to/folder/grades.csv` (student, exercise, points, max_points) and send each student
+3. Read `path/to/folder/grades.csv` (student, exercise, points, max_points), `totals.csv` (each student's
+   total), `skipped.csv` (files that are not readable notebooks, and why) and `review.csv` (code worth reading
+   before you trust a score, such as a cell that imports otter), and send each student
    `path/to/folder/feedback/<student>.md`: points per exercise and what the checks found, in the notebook's
    language, never the tests' code or expected values.
 

@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 TESTS = NOTEBOOKS / "grading" / "tests"
 SOLUTIONS = NOTEBOOKS / "solutions"
-EXERCISE = re.compile(r"^#\s*Exercise (\d+)\b", re.M)  # an exercise cell's first comment line
+EXERCISE = re.compile(r"^#\s*(?:Exercise |练习\s*)(\d+)\b", re.M)  # an exercise cell's first comment line, en or zh
 CHECK = re.compile(r"""grader\.check\(\s*["'](ch\d\d-ex\d+)["']\s*\)""")
 SECTION = re.compile(r"^# %% Exercise (\d+)[ \t]*$", re.M)  # a section of notebooks/solutions/chNN.py
 LANGUAGES = ("en", "zh")  # the editions: notebooks/ and notebooks/zh/
@@ -93,7 +93,7 @@ def distributed(chapter: str, lang: str = "en", notebooks: Path = NOTEBOOKS) -> 
 
 
 def exercise_number(cell) -> int | None:
-    """K for a code cell tagged `exercise` whose first comment is `# Exercise K: ...`, else None."""
+    """K for a code cell tagged `exercise` whose first comment is `# Exercise K: ...` (`# 练习 K：...`), else None."""
     if cell.cell_type != "code" or "exercise" not in cell.metadata.get("tags", []):
         return None
     match = EXERCISE.search(cell.source)

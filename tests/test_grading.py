@@ -113,6 +113,25 @@ def test_every_graded_exercise_cell_is_followed_by_its_check(chapter):
             f'grader.check("ch{chapter}-ex{k}")' in after.source), f"chapter {chapter}: exercise {k} has no check cell"
 
 
+def test_the_instructor_edition_solves_every_graded_exercise_in_both_languages():
+    """build_instructor.solved replaces each graded exercise cell with its solution, in the Chinese notebooks too
+    (their cells begin `# 练习 K：`)."""
+    sys.path.insert(0, str(grade.ROOT / "scripts"))
+    import build_instructor
+
+    chapters = sorted({chapter_and_number(p)[0] for p in TEST_FILES})
+    for chapter in chapters:
+        graded = {chapter_and_number(p)[1] for p in TEST_FILES if chapter_and_number(p)[0] == chapter}
+        for lang in ("en", "zh"):
+            nb = build_instructor.solved(grade.distributed(chapter, lang), chapter)
+            solved = {grade.exercise_number(c) for c in nb.cells if grade.exercise_number(c) in graded}
+            assert solved == graded, f"chapter {chapter} ({lang}): exercises {sorted(graded - solved)} not solved"
+            _, sections = grade.solution_sections(chapter)
+            for cell in nb.cells:
+                if grade.exercise_number(cell) in graded:
+                    assert sections[grade.exercise_number(cell)].strip() in cell.source
+
+
 def test_the_public_checks_are_up_to_date_and_hold_no_hidden_case():
     want = build_checks.expected()
     have = {p.name: p.read_text(encoding="utf-8") for p in build_checks.CHECKS.glob("ch*-ex*.py")}
