@@ -592,7 +592,7 @@ timeline_view  # the widget: "generate and time" measures again
 # ## 10.11 Batching decode
 #
 # *LLM Generation Process* (§6.3) says that a decode step for one request reads all the weights ("14GB" in its
-# sketch, which names no model; a 7B model in 16 bits is about that size) to produce one token, and that a batch
+# sketch, which names no model; a 7B model in float16 is about that size) to produce one token, and that a batch
 # of 32 reads them once for 32 tokens: 32 times the work for the same bytes. Counted for this model at 301 keys:
 
 # %%
@@ -638,15 +638,14 @@ for r in rows:
           f"{r['predicted_tokens_per_s']:>10.1f}{r['predicted_ratio']:>11.2f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Batch 16 gives many times the tokens per second of batch 1, though less than 16 times. The roofline's own
-# prediction (the last column) is under 16 times too, and why depends on this machine's ridge. The prompt here is
-# short, so the cache is small: a batch-16 step does about 8 FLOP per byte (16 × 0.27 GFLOP over 538 MB of weights
-# and a little cache). The batch-16 point of 10.8 sits lower, at 6.1, because its 301 keys make the cache heavier.
-# - If the ridge printed in 10.8 is above 8, the step is still memory-bound. The weights are read once, but each
-#   sequence reads its own K and V, so the bytes grow a little with the batch and the prediction falls just short
-#   of 16.
-# - If the ridge is below 8, the step has crossed it and the arithmetic limits it. The prediction is then the
-#   ridge ÷ 0.5 (batch 1's intensity): about twice the ridge, well short of 16 when the ridge is low.
+# Batch 16 gives many times the tokens per second of batch 1, though not 16 times as many. The roofline's own
+# prediction (the last column) falls short too, and why depends on this machine's ridge (10.8). A step of the
+# larger batch does one token's FLOPs for every sequence while reading the weights once, so its intensity is many
+# times batch 1's; a little less than in proportion, because each sequence also reads its own K and V.
+# - If the ridge lies above the step's intensity, the step is still memory-bound. Its bytes grow a little with the
+#   batch, so the prediction falls just short of the batch size.
+# - If the ridge lies below it, the step has crossed the ridge and the arithmetic limits it. The prediction is then
+#   the ridge divided by batch 1's intensity, far short of the batch size when the ridge is low.
 #
 # On a GPU, with its ridge near 300, the gain keeps growing to much larger batches, though less than in
 # proportion once the KV cache outweighs the weights (the Llama-7B table above). Either way, each sequence waits
@@ -695,7 +694,7 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 # *LLM Inference Flow* §5.3 has three rows:
 # - prefill, bound by compute: operator fusion, FlashAttention;
 # - decode, bound by memory: KV-cache compression, batching (continuous batching, chapter 11);
-# - both: quantisation (10.13), speculative decoding (chapter 13).
+# - both: quantisation (§10.13), speculative decoding (chapter 13).
 #
 # The interview answer (§7) has two lists only, prefill and decode, and puts speculative decoding under decode.
 
@@ -829,8 +828,8 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # scale and zero in bfloat16, and returns bfloat16. That moves a logit by less than 1.5 and the perplexity
 # by less than 2% (the cell asserts both). Beside bfloat16 (the float32 weights run in bfloat16), the 4-bit model
 # moves the logits less: its largest difference and its mean KL are both smaller. It does not move every perplexity
-# less: on the Chinese paragraph its perplexity rises by more than 1%, while bfloat16's hardly moves (the table gives
-# this run's numbers). Other
+# less: on the Chinese paragraph its perplexity rises, while bfloat16's hardly moves (the table gives this run's
+# numbers). Other
 # combinations were tried: float32 activations into the same kernel give almost exactly the float32 logits but
 # run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
 # costs a second pass without removing the output's rounding. Those numbers are in the README.

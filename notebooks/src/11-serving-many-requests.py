@@ -41,7 +41,7 @@ tok = lm.tokenizer
 # (《LLM 生成过程》) §6.3 makes the point with two code sketches. For one request, `read_weights()` (its comment:
 # `# 14GB`), then `process_1_token()`, "a very small amount of computation"; for a batch of 32, `read_weights()`
 # with the comment `# 14GB(只读一次)`, "read only once", then `process_32_tokens()`, "32 times the computation".
-# The notes do not say which model has 14 GB of weights; a 7-billion-parameter model in float16 is about that size.
+# The notes do not say whose weights these are; a 7-billion-parameter model in float16 is about that size.
 # `tl.cost` gives the numbers for Llama-2-7B and for our model:
 
 # %%
