@@ -9,7 +9,11 @@ switches on, and what chapter 10 measures and explains (its section on 4-bit wei
     fused.py      the forward pass in fewer operations: stacked q/k/v and gate/up, fused RMSNorm, one C call for
                   a decode step's attention
     llamacpp.py   llama.cpp's speed on the same file, for the bench, when it is installed
+    static_cache.py  the KV cache with fixed shapes (the whole buffer each step, its length a device tensor), for
+                  the GPU: what lets a decode step be recorded once as a CUDA graph and replayed
+    graph.py      a decode step with no host synchronisation (argmax on the device), and the same step as a CUDA
+                  graph per batch size (1 to 32, a batch padded to the next); the eager step where CUDA is absent
 
 Every path here is checked against the plain one: the same logits to float rounding (tests/test_fast.py,
-tests/test_kernels.py, tests/test_native.py, tests/test_quant.py).
+tests/test_kernels.py, tests/test_native.py, tests/test_quant.py, tests/test_static_cache.py).
 """
