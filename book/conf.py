@@ -54,9 +54,12 @@ graphviz_dot_args = ["-Gfontname=Helvetica", "-Nfontname=Helvetica", "-Efontname
 
 # ---- API reference from the docstrings ---------------------------------------------------------------
 autosummary_generate = True
-# `python -m teachllm` runs the CLI on import: autosummary's recursive walk must not import it. A module
-# marked as a Sphinx mock is skipped by that walk; the CLI is documented by teachllm.cli.
-sys.modules["teachllm.__main__"] = types.SimpleNamespace(__sphinx_mock__=True, __name__="teachllm.__main__")
+# `python -m teachllm` (and `python -m teachllm.bench`) runs its command on import: autosummary's recursive walk
+# must not import a __main__ module. A module marked as a Sphinx mock is skipped by that walk; each command is
+# documented by the module its __main__ calls (teachllm.cli, teachllm.bench.decode).
+for _main in sorted((ROOT / "teachllm").rglob("__main__.py")):
+    _name = ".".join(_main.relative_to(ROOT).with_suffix("").parts)
+    sys.modules[_name] = types.SimpleNamespace(__sphinx_mock__=True, __name__=_name)
 autosummary_imported_members = False
 # "ignore-module-all": a package page documents what is defined in it, not what its __all__ re-exports
 # (otherwise tl.ModelConfig and tl.config.ModelConfig are two targets and every reference is ambiguous)

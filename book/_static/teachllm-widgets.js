@@ -506,10 +506,71 @@
       box.appendChild(explanation);
       root.appendChild(box);
     });
-    root.teachllm = {questions: form.questions};
+    root.teachllm = {questions: form.questions, lang: form.lang};
     if (window.MathJax && MathJax.typesetPromise) { return MathJax.typesetPromise([root]).catch(function () {}); }
     return Promise.resolve();
   }
+
+  // ---- on paper ---------------------------------------------------------------------------------------
+  // Printed (the browser's print, and `make pdf`, which fires "beforeprint" too), a quiz is its questions with the
+  // options lettered A, B, C … and, after the last question, the answer key: the right letter, or the number and
+  // its unit. It is made from the page's own typeset quiz, so its math is the screen's. A cell whose code only
+  // makes the widget (`from teachllm import viz` and `viz.Quiz(6)`) prints no code: the print CSS (book.css)
+  // hides its input, and hides every live widget. "afterprint" takes it all away again.
+  var ANSWERS = {en: "Answers", zh: "答案"};
+  var LETTERS = "ABCDEFGHIJ";
+
+  function quizOnPaper(root) {
+    var questions = root.teachllm.questions;
+    var paper = element("div", {"class": "teachllm-quiz-print"});
+    root.querySelectorAll(".teachllm-quiz-question").forEach(function (box, k) {
+      var q = questions[k];
+      var item = element("div", {"class": "teachllm-quiz-print-question"},
+                         [box.querySelector(".teachllm-quiz-text").cloneNode(true)]);
+      if (q.type === "numeric") {
+        item.appendChild(element("p", {"class": "teachllm-quiz-print-blank", text: "__________ " + q.unit}));
+      } else {
+        var options = box.querySelectorAll(".teachllm-quiz-option > span");
+        item.appendChild(element("ol", {"class": "teachllm-quiz-print-options"},
+                                 Array.prototype.map.call(options, function (o, i) {
+          return element("li", {}, [element("span", {"class": "teachllm-quiz-letter", text: LETTERS[i] + ") "}),
+                                    o.cloneNode(true)]);
+        })));
+      }
+      paper.appendChild(item);
+    });
+    var key = questions.map(function (q, k) {
+      return "<b>" + (k + 1) + ".</b>\u00a0" + (q.type === "numeric" ? q.answer_text : LETTERS[q.answer]);
+    });
+    paper.appendChild(element("p", {"class": "teachllm-quiz-print-key",
+                                    html: "<strong>" + (ANSWERS[root.teachllm.lang] || ANSWERS.en) + ":</strong> " +
+                                          key.join(" \u00b7 ")}));
+    return paper;
+  }
+
+  function onlyMakesTheWidget(code) {  // the cell's code is imports and one call, such as viz.Quiz(6)
+    var statements = code.split("\n").map(function (line) { return line.trim(); }).filter(function (line) {
+      return line && line[0] !== "#" && !/^(from\s+\S+\s+)?import\s/.test(line);
+    });
+    return statements.length === 1 && /^[\w.]+\(.*\)$/.test(statements[0]);
+  }
+
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll(".teachllm-quiz-print").forEach(function (e) { e.remove(); });
+    document.querySelectorAll("div.teachllm-live").forEach(function (root) {
+      var cell = root.closest(".cell"), code = cell && cell.querySelector(".cell_input pre");
+      if (code && onlyMakesTheWidget(code.textContent)) { cell.classList.add("teachllm-print-no-code"); }
+      if (root.dataset.teachllmWidget === "Quiz" && root.teachllm) {
+        root.insertAdjacentElement("afterend", quizOnPaper(root));
+      }
+    });
+  });
+  window.addEventListener("afterprint", function () {
+    document.querySelectorAll(".teachllm-quiz-print").forEach(function (e) { e.remove(); });
+    document.querySelectorAll(".teachllm-print-no-code").forEach(function (e) {
+      e.classList.remove("teachllm-print-no-code");
+    });
+  });
 
   // ---- start ----------------------------------------------------------------------------------------
   var kinds = {DistributionExplorer: distributionWidget, Quiz: quizWidget};
