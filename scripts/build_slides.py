@@ -4,7 +4,8 @@
     book/_build/slides/NN-name.html        one deck per chapter
     book/_build/slides/zh/...              the same decks from the Chinese notebooks and pages
     book/_build/slides/assets/             reveal.js and MathJax (npm, vendored by scripts/fetch_book_assets.sh),
-                                           plotly.js (from the plotly package) and deck.css: nothing is fetched
+                                           plotly.js (from the plotly package), the book's teachllm-widgets.js
+                                           (copied unchanged), deck.css and deck.js: nothing is fetched
 
 No second copy of the prose: a deck is the notebook's cells (prose, code and its outputs; `skip` cells, exercises
 and checks are left out), section by section. Each section (`#` or `##` heading; "## Summary" is one of its own)
@@ -16,8 +17,16 @@ code cell stays with the start of what follows; a slide with fewer than 3 lines 
 title) takes the end of the slide before it. The lecture deck takes the sections the lecture path
 (book/lecture-path.md) names, stop by stop, each stop opening with its own slide. Speaker notes (reveal.js's
 presenter view: press S) come from the lecturer's guide: a chapter's plan on its first slide, what to run and ask
-where the guide names a section, and from the lecture path's "say" and "ask" lines in the lecture deck; their
-maths is plain text ("2 · layers · s²"), since the presenter view does not typeset.
+where the guide names a section, and from the lecture path's "say" and "ask" lines in the lecture deck; a section
+neither names still gets a note on its first slide, made from the section itself and saying so: its first
+sentence and what its slides show (section_note). Their maths is plain text ("2 · layers · s²"), since the
+presenter view does not typeset. In the presenter view the current and the next slide are the deck again, in
+frames: there (and only there) reveal.js may scale a slide down, so each shows whole at any window size.
+
+A widget runs on its slide as it does in the book, with no kernel: the notebook saves each widget's static form
+(application/vnd.teachllm.widget+json, teachllm/viz/static.py), the slide carries it beside the book's
+<div class="teachllm-live">, and book/_static/teachllm-widgets.js draws it; deck.js only fixes the size of its
+figure to what the slide leaves it.
 
 A notebook the decks cannot be built from (every cell left out, no title in the first cell, a figure whose
 height is not a number), or a lecture path that names a section a chapter does not have, stops the build with
@@ -59,6 +68,8 @@ NOTEBOOKS = {"en": ROOT / "notebooks", "zh": ROOT / "notebooks" / "zh"}
 PAGES = {"en": BOOK, "zh": BOOK / "zh"}
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
+LIVE = "application/vnd.teachllm.widget+json"  # a widget's kernel-free form (teachllm/viz/static.py), as the book uses
+WIDGETS_JS = BOOK / "_static" / "teachllm-widgets.js"  # the book's widgets, copied unchanged into the decks' assets
 LEFT_OUT = {"exercise", "check", "remove-cell", "language"}
 
 # The slide's geometry and type sizes (deck.css uses the same numbers): what a block's height is judged by.
@@ -139,6 +150,7 @@ class Block:
     resize: Callable[[int], Block] | None = None  # a figure: the same figure at another height
     part: list[str] | None = None  # a piece of a code or output block: its lines, so a slide can take some back
     head: list[str] | None = None  # a table's header and rule (Markdown), repeated over each part of it
+    source: str = ""  # a paragraph's or a list's Markdown: what a section's generated speaker note quotes
 
 
 def prose_blocks(source: str, lang: str = "en") -> list[Block]:
@@ -160,7 +172,7 @@ def prose_blocks(source: str, lang: str = "en") -> list[Block]:
         rendered = math_html(md.render(chunk))
         indent = 2 * TEXT_PX if token.type in ("bullet_list_open", "ordered_list_open") else 0  # 1.2 em + marker
         columns = TEXT_COLUMNS - indent / (TEXT_PX * 0.55)
-        block = Block(rendered, 0, kind=token.type, rows=visual_lines(shown_text(chunk), columns))
+        block = Block(rendered, 0, kind=token.type, rows=visual_lines(shown_text(chunk), columns), source=chunk)
         if token.type == "heading_open":
             block.level, block.rows, block.keep = int(token.tag[1]), 0, True
             block.height = 64 if token.tag == "h1" else 56
@@ -249,6 +261,65 @@ def png_block(png: str, height: int) -> Block:
                  kind="png", resize=lambda h: png_block(png, h))
 
 
+# A live widget on a slide: the book's kernel-free widget (book/_static/teachllm-widgets.js builds its controls and
+# draws it from the static form beside it), with its figure drawn at the height the slide leaves it (deck.js tells
+# plotly so). Its controls take about this many px above the figure at the deck's 18 px (deck.css), measured in
+# Chromium; any widget not named takes one row of controls.
+WIDGET_CONTROLS = {"DistributionExplorer": 260, "StepThrough": 135, "BlockTableView": 230, "IterationTimeline": 255}
+WIDGET_ROW = 45
+WIDGET_FIGURE_MIN = 220  # the least height (px) a widget's figure is drawn at to stay on the slide of its code
+NO_SCRIPT = {"en": "This widget is drawn by JavaScript, which is off in this browser.",
+             "zh": "这个控件由 JavaScript 绘制，而这个浏览器关闭了 JavaScript。"}
+
+
+def unpack(value, table: list):
+    """teachllm.viz.static's packing undone: {"$": i} is table[i]."""
+    if isinstance(value, list):
+        return [unpack(v, table) for v in value]
+    if isinstance(value, dict):
+        if list(value) == ["$"]:
+            return unpack(table[value["$"]], table)
+        return {k: unpack(v, table) for k, v in value.items()}
+    return value
+
+
+def widget_figure_height(form: dict) -> int:
+    """The height the widget's figure asks for: its first frame's layout height, or the distribution explorer's."""
+    layout = form.get("layout") or {}
+    if form.get("frames"):
+        frame = unpack(next(iter(form["frames"].values())), form.get("table", []))
+        layout = (frame.get("figure") or {}).get("layout") or {}
+    height = layout.get("height")
+    return int(height) if isinstance(height, int | float) and not isinstance(height, bool) and height > 0 else 450
+
+
+def widget_block(form: dict, element_id: str, lang: str, figure: int | None = None) -> Block:
+    """The widget as the book shows it, its figure `figure` px high (at most the height it asks for)."""
+    name = str(form["widget"])
+    controls = WIDGET_CONTROLS.get(name, WIDGET_ROW)
+    asked = min(widget_figure_height(form), FIGURE_MAX)
+    figure = asked if figure is None else min(asked, max(WIDGET_FIGURE_MIN, figure))
+    spec = json.dumps(form, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    markup = (f'<div class="teachllm-live" id="{element_id}" data-teachllm-widget="{html.escape(name)}" '
+              f'data-figure-height="{figure}"><noscript>{NO_SCRIPT[lang]}</noscript></div>'
+              f'<script type="application/json" id="{element_id}-json">{spec}</script>')
+    return Block(markup, controls + figure + 16, kind="widget",
+                 resize=lambda h: widget_block(form, element_id, lang, int(h + 16 - controls - 16)))
+
+
+def widget_form(value, where: str) -> dict:
+    """The widget's kernel-free form as the notebook saved it (a JSON string or the object); a DeckError naming
+    `where` when it is not a JSON object naming its widget."""
+    try:
+        form = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        form = None
+    if not isinstance(form, dict) or not isinstance(form.get("widget"), str):
+        raise DeckError(f"{where}: the widget's kernel-free form ({LIVE}) is not a JSON object naming its widget; "
+                        "rebuild the notebook with scripts/build_notebooks.py, which saves it")
+    return form
+
+
 def output_blocks(cell, lang: str, figure_ids, where: str = "a cell") -> list[Block]:
     blocks, text = [], []
     for output in cell.get("outputs", []):
@@ -256,7 +327,9 @@ def output_blocks(cell, lang: str, figure_ids, where: str = "a cell") -> list[Bl
             text.append(output.text)
             continue
         data = output.get("data", {})
-        if PLOTLY in data:
+        if LIVE in data:  # the widget itself, kernel-free, as in the book
+            blocks.append(widget_block(widget_form(data[LIVE], where), next(figure_ids), lang))
+        elif PLOTLY in data:
             png = data.get("image/png")
             png = "".join(png) if isinstance(png, list) else png
             blocks.append(figure_block(data[PLOTLY], png, next(figure_ids), where))
@@ -337,6 +410,8 @@ def least(block: Block) -> float:
     drawn at its smallest, any other block whole."""
     if block.lines is not None:
         return lines_height(block.lines if len(block.lines) < 2 * MIN_ROWS else block.lines[:MIN_ROWS], block.head)
+    if block.kind == "widget":
+        return block.resize(0).height  # its figure at WIDGET_FIGURE_MIN
     return min(block.height, FIGURE_MIN + 16) if block.resize else block.height
 
 
@@ -359,10 +434,13 @@ def pack_section(section: Section, lang: str) -> list[Slide]:
         after = least(blocks[k + 1]) if block.keep and k + 1 < len(blocks) else 0
         if block.lines is None:
             if slides[-1].content and block.height + after > room():
-                if block.resize and room() - 16 >= FIGURE_MIN:
-                    block = block.resize(int(room() - 16))
+                smaller = block.resize(int(room() - 16)) if block.resize else None
+                if smaller and smaller.height <= room() and (block.kind == "widget" or room() - 16 >= FIGURE_MIN):
+                    block = smaller
                 else:
                     fresh()
+            if block.resize and block.height > room():  # a widget taller than a slide: its figure drawn smaller
+                block = block.resize(int(room() - 16))
             slides[-1].blocks.append(block)
             continue
         lines = block.lines
@@ -418,7 +496,11 @@ def take_end(before: Slide, slide: Slide) -> bool:
 
 
 def pack(sections: list[Section], lang: str) -> list[Slide]:
-    """Every section on slides of its own (pack_section), one after the other."""
+    """Every section on slides of its own (pack_section), one after the other; a section with no speaker notes
+    from the guide or the lecture path gets a minimal one made from itself (section_note)."""
+    for section in sections:
+        if not section.notes:
+            section.notes = section_note(section, lang)
     return [slide for section in sections for slide in pack_section(section, lang) if slide.blocks]
 
 
@@ -476,9 +558,10 @@ def paragraphs(markdown_text: str) -> list[str]:
     return [p.strip() for p in re.split(r"\n\s*\n", markdown_text) if p.strip() and not p.startswith("$$")]
 
 
-def chapter_notes(sections: list[Section], guide: str) -> None:
+def chapter_notes(sections: list[Section], guide: str, whole: bool = True) -> None:
     """The guide's plan on the first slide; each paragraph that names a section number on that section's first
-    slide; the paragraphs naming none (questions, misconceptions, homework) on the last slide."""
+    slide; the paragraphs naming none (questions, misconceptions, homework) on the last slide. With whole=False
+    (the lecture deck, which shows some of a chapter's sections) only the paragraphs that name a section."""
     body = paragraphs(guide)[1:]  # the heading line is the first
     placed = set()
     first_of = {}
@@ -489,8 +572,61 @@ def chapter_notes(sections: list[Section], guide: str) -> None:
         if named and not paragraph.startswith(("**Plan", "**计划")):
             first_of[named[0]].notes.append(paragraph)
             placed.add(paragraph)
+    if not whole:
+        return
     sections[0].notes[:0] = [p for p in body if p not in placed and p.startswith(("**Plan", "**计划"))]
     sections[-1].notes.extend(p for p in body if p not in placed and not p.startswith(("**Plan", "**计划")))
+
+
+NOTE_WORDS = {
+    "en": {"point": "From the section", "none": "the lecturer's guide has no note on it", "shows": "On the slides",
+           "code": "code and what it prints", "figure": "a figure", "table": "a table", "math": "a formula",
+           "widget": "the live widget {w}: change its controls in front of the room", "list": "a list",
+           "sep": "; ", "end": "."},
+    "zh": {"point": "本节要点", "none": "讲师指南对此节没有说明", "shows": "幻灯片上", "code": "代码及其输出",
+           "figure": "一张图", "table": "一张表", "math": "一个公式", "widget": "交互控件 {w}：当堂操作它的控件",
+           "list": "一个列表", "sep": "；", "end": "。"},
+}
+SENTENCE = {"en": re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[$])"), "zh": re.compile(r"(?<=[。！？])")}
+
+
+def first_sentences(source: str, lang: str) -> str:
+    """The opening of a paragraph or a list's first item, as a note quotes it: its first sentence, and the
+    second too when the first is short; the Markdown kept (maths becomes plain text in notes_html)."""
+    text = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", source.strip().split("\n- ")[0].split("\n1. ")[0])
+    text = re.sub(r"\s*\n\s*", "" if lang == "zh" else " ", text).strip()
+    parts = [p for p in SENTENCE[lang].split(text) if p.strip()]
+    if not parts:
+        return ""
+    quoted = parts[0].strip()
+    if len(parts) > 1 and len(quoted) < (40 if lang == "zh" else 80):
+        quoted += ("" if lang == "zh" else " ") + parts[1].strip()
+    return quoted
+
+
+def section_note(section: Section, lang: str) -> list[str]:
+    """A speaker note for a section the lecturer's guide and the lecture path say nothing about, made from the
+    section itself, nothing invented: the first sentence of its prose and what its slides show."""
+    words = NOTE_WORDS[lang]
+    prose = [b for b in section.blocks if b.source and b.kind in ("paragraph_open", "bullet_list_open",
+             "ordered_list_open") and not re.fullmatch(r"\*\*[^*]+\*\*[:：]?", b.source.strip())]
+    shows = []
+    for kind, label in (("code", "code"), ("figure", "figure"), ("png", "figure"), ("table", "table"),
+                        ("math_block", "math")):
+        if any(b.kind == kind for b in section.blocks) and words[label] not in shows:
+            shows.append(words[label])
+    for b in section.blocks:
+        if b.kind == "widget" and (name := re.search(r'data-teachllm-widget="([^"]+)"', b.html)):
+            shows.append(words["widget"].format(w=f"`{name[1]}`"))
+    if not shows and any(b.kind in ("bullet_list_open", "ordered_list_open") for b in section.blocks):
+        shows.append(words["list"])
+    point = (f"**{words['point']}**（{words['none']}）：" if lang == "zh" else
+             f"**{words['point']}** ({words['none']}): ")
+    quoted = first_sentences(prose[0].source, lang) if prose else ""
+    note = [point + (quoted or html.unescape(re.sub(r"<[^>]+>", "", section.title)))]
+    if shows:
+        note.append(f"**{words['shows']}**{'：' if lang == 'zh' else ': '}{words['sep'].join(shows)}{words['end']}")
+    return note
 
 
 NAMED = re.compile(r"(?<![\d.§])(\d+)\.(\d+)(?:\s*[–-]\s*(\d+)\.(\d+))?(?!\d|\.\d)")
@@ -591,6 +727,7 @@ def deck_html(title: str, slides: list[Slide], lang: str, assets: str) -> str:
 <script src="{assets}/reveal/reveal.js"></script>
 <script src="{assets}/reveal/plugin/notes/notes.js"></script>
 <script src="{assets}/deck.js"></script>
+<script src="{assets}/teachllm-widgets.js"></script>
 </body>
 </html>
 """
@@ -621,6 +758,25 @@ DECK_CSS = f"""/* teachllm decks: 1280×720 slides, never scaled (build_slides.p
 .reveal .figure {{ width: 100%; margin: 0 0 16px; }}
 .reveal .figure noscript img, .reveal img.png {{ max-width: 100%; }}
 .reveal .widget-note {{ border-left: 4px solid #2166ac; background: #f4f8fc; padding: 8px 14px; }}
+/* the book's kernel-free widgets (teachllm-widgets.js), at 18 px so their controls leave the figure room */
+.reveal .teachllm-live {{ box-sizing: border-box; border-left: 4px solid #2166ac; padding: 2px 0 2px 12px;
+  margin: 0 0 10px; font-size: 18px; line-height: 24px; }}
+.reveal .teachllm-live p, .reveal .teachllm-live li {{ font-size: 18px; line-height: 24px; margin: 0; }}
+.reveal .teachllm-controls {{ display: flex; flex-wrap: wrap; gap: 4px 24px; align-items: center; margin: 4px 0; }}
+.reveal .teachllm-columns > div {{ display: flex; flex-direction: column; gap: 2px; }}
+.reveal .teachllm-control {{ display: inline-flex; align-items: center; gap: 8px; margin: 0; font-size: 18px; }}
+.reveal .teachllm-control > span {{ min-width: 6.5em; text-align: right; }}
+.reveal .teachllm-control input[type=range] {{ width: 200px; }}
+.reveal .teachllm-control input[type=number] {{ width: 5em; }}
+.reveal .teachllm-control output {{ min-width: 3em; font-variant-numeric: tabular-nums; }}
+.reveal .teachllm-live select, .reveal .teachllm-live input, .reveal .teachllm-live button {{ font-size: 18px; }}
+.reveal .teachllm-buttons {{ display: flex; gap: 6px; }}
+.reveal .teachllm-live button {{ border: 1px solid #999; border-radius: 3px; background: #f5f5f5; padding: 2px 12px;
+  cursor: pointer; }}
+.reveal .teachllm-live-note {{ color: #555; font-style: italic; }}
+.reveal .teachllm-live-table table {{ font-size: 16px; margin: 0; }}
+.reveal .teachllm-live-table td, .reveal .teachllm-live-table th {{ padding: 2px 8px; }}
+.reveal .teachllm-live-info pre {{ white-space: pre-wrap; }}
 .reveal h2.running {{ font-size: {TEXT_PX}px; line-height: 30px; color: #52667a; margin: 0 0 10px;
   padding-bottom: 4px; border-bottom: 1px solid #d0d7de; }}
 .reveal h2.running .mark {{ color: #888; font-weight: normal; }}
@@ -638,6 +794,22 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
 // (continued)", as the build writes it), until it fits: nothing is cut off and nothing shrinks.
 (function () {
   var marks = __MARKS__;
+
+  // The book's widgets (teachllm-widgets.js, loaded after this file) draw with Plotly.react; on a slide their
+  // figure takes the width of the slide and the height the build left it (data-figure-height), fixed, so the
+  // slide's height is known before reveal.js starts and the presenter view's small copies draw the same.
+  if (window.Plotly) {
+    var react = Plotly.react;
+    Plotly.react = function (div, data, layout, config) {
+      var root = div && div.closest && div.closest(".teachllm-live");
+      if (root && root.dataset.figureHeight) {
+        layout = Object.assign({}, layout, {width: __WIDGET_WIDTH__, height: Number(root.dataset.figureHeight),
+                                            autosize: false});
+        config = Object.assign({}, config, {responsive: false});
+      }
+      return react.call(Plotly, div, data, layout, config);
+    };
+  }
   var continued = marks[document.documentElement.lang.indexOf("zh") === 0 ? "zh" : "en"];
 
   function overflows(section) { return section.scrollHeight > section.clientHeight; }
@@ -740,9 +912,14 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     }
   }
 
+  // In the presenter view (key S) the current and the next slide are this page again, in frames of the
+  // speaker window (notes.js adds ?receiver): there each slide is scaled down to show whole; in the room never.
+  var receiver = /receiver/i.test(window.location.search);
+
   function start() {
     paginate();
-    Reveal.initialize({width: 1280, height: 720, margin: 0, minScale: 1, maxScale: 1, center: false,
+    Reveal.initialize({width: 1280, height: 720, margin: 0, minScale: receiver ? 0.05 : 1, maxScale: 1,
+                       center: false,
                        hash: true, transition: "none", plugins: [RevealNotes]}).then(function () {
       document.querySelectorAll(".reveal .figure").forEach(function (div) {
         var spec = document.getElementById(div.id + "-json");
@@ -755,10 +932,13 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
 
   window.addEventListener("load", function () {
     var typeset = window.MathJax && MathJax.startup && MathJax.startup.promise;
-    (typeset ? typeset : Promise.resolve()).then(start, start);
+    var widgets = window.teachllm && window.teachllm.ready;  // the widgets drawn, so their height counts
+    Promise.all([typeset, widgets].map(function (p) { return p ? p.catch(function () {}) : null; }))
+      .then(start, start);
   });
 })();
-""".replace("__MARKS__", json.dumps({lang: words["continued"] for lang, words in WORDS.items()}, ensure_ascii=False))
+""".replace("__WIDGET_WIDTH__", str(WIDTH - 2 * PAD_X - 20)).replace(
+    "__MARKS__", json.dumps({lang: words["continued"] for lang, words in WORDS.items()}, ensure_ascii=False))
 
 
 def copy_assets() -> None:
@@ -774,6 +954,7 @@ def copy_assets() -> None:
     shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", assets / "plotly.min.js")
     (assets / "deck.css").write_text(DECK_CSS, encoding="utf-8")
     (assets / "deck.js").write_text(DECK_JS, encoding="utf-8")
+    shutil.copyfile(WIDGETS_JS, assets / "teachllm-widgets.js")  # the book's own file, unchanged
 
 
 def figure_counter(prefix: str):
@@ -821,6 +1002,9 @@ def lecture_deck(lang: str) -> list[Slide]:
                 raise DeckError(f"{shown(PAGES[lang] / 'lecture-path.md')}, stop {heading!r}: {shown(path)} has no "
                                 f"section {', '.join(missing)} on its slides (no '## {missing[0]} …' heading, or "
                                 "its cells are skipped); fix the section number in the lecture path")
+            guide = guide_sections(lang).get(int(chapter[:2]))
+            if guide:
+                chapter_notes(sections, guide, whole=False)
             slides += pack(sorted(sections, key=lambda s: keys.index(s.key)), lang)
     return slides
 

@@ -9,12 +9,19 @@ slide (each <section>):
 - no waste: two slides of one section that would fit on one are one;
 - the lecture deck's sections are the lecture path's (book/lecture-path.md), stop by stop, in order: read here
   from the page itself, every section number a stop names for the chapters its **Chapter(s):** line names;
-- speaker notes carry no raw TeX (the presenter view does not typeset); code never breaks inside an identifier.
+- every section slide (a section's first, a chapter's title, a lecture stop's title) has speaker notes, and they
+  carry no raw TeX (the presenter view does not typeset); code never breaks inside an identifier;
+- the book's kernel-free widgets run in the decks: each widget a notebook saves in its static form
+  (application/vnd.teachllm.widget+json) is on a slide as the book's <div class="teachllm-live"> with that same
+  form beside it, the deck loads book/_static/teachllm-widgets.js, copied unchanged, and no slide says "open
+  the notebook" instead.
 
 The counts are printed (pytest -s) for the record: slides, continuations, fragments, slides without a title.
 """
 
+import filecmp
 import html
+import json
 import math
 import re
 import sys
@@ -52,10 +59,13 @@ def read_slide(markup: str) -> dict:
     for chunk in re.split(r"</p>|</li>|<li>|<p[^>]*>|</div>|<ul>|<ol[^>]*>|</ul>|</ol>", rest):
         if (plain := text_of(chunk)) and 'class="continued"' not in chunk:
             rows += math.ceil(display_width(plain) / TEXT_COLUMNS)
+    visual = r'class="figure"|<img|class="widget-note"|class="teachllm-live"'
+    opens = bool(first) and (first[1] in ("h1", "h2") and 'class="running"' not in first[2]
+                             or 'class="stop-title"' in first[2])  # a section's first slide, a title
     return {"first": (first[1], first[2]) if first else ("", ""), "headings": headings, "rows": rows,
-            "visual": bool(re.search(r'class="figure"|<img|class="widget-note"', body)), "title": "<h1" in body,
+            "visual": bool(re.search(visual, body)), "title": "<h1" in body,
             "continued": 'class="running"' in body or 'class="continued"' in body, "notes": text_of(notes),
-            "html": body}
+            "html": body, "section": opens}
 
 
 def read_deck(page: str) -> list[dict]:
@@ -194,3 +204,76 @@ def test_a_lecture_path_naming_a_section_a_chapter_lacks_is_refused_by_name(tmp_
                        r"\.ipynb has no section 6\.12") as e:
         build_slides.lecture_deck("en")
     assert "fix the section number in the lecture path" in str(e.value)
+
+
+def test_every_section_slide_has_speaker_notes(decks):
+    """A section's first slide, a chapter's title slide and a lecture stop's title carry notes: the guide's or the
+    lecture path's where they say something, else a note made from the section itself."""
+    bad = {name: [k for k, s in enumerate(slides) if s["section"] and display_width(s["notes"]) < 20]
+           for name, slides in decks.items()}
+    bad = {name: ks for name, ks in bad.items() if ks}
+    assert not bad, f"section slides without speaker notes (#/N): {bad}"
+    for name, slides in decks.items():
+        assert sum(s["section"] for s in slides) >= 5, f"{name}: only {sum(s['section'] for s in slides)} sections"
+    print({name: f"{sum(bool(s['notes']) for s in slides)}/{len(slides)} slides with notes" for name, slides in
+           decks.items()})
+
+
+def test_a_generated_note_quotes_the_section_and_invents_nothing():
+    section = build_slides.Section("6.2", "6.2 Greedy", build_slides.prose_blocks(
+        "## 6.2 Greedy\n\nThe simplest strategy takes the most likely token, $\\arg\\max$. It is deterministic.\n\n"
+        "More text that is not quoted.", "en"))
+    section.blocks.append(build_slides.code_block("x = 1"))
+    note = build_slides.notes_html(build_slides.section_note(section, "en"), "en")
+    assert "The simplest strategy takes the most likely token, argmax. It is deterministic." in note, note
+    assert "not quoted" not in note and "code and what it prints" in note, note
+
+
+def saved_widgets(path: Path) -> list[dict]:
+    """The kernel-free forms a notebook saved, for the cells the slides show."""
+    import nbformat
+
+    found = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        kind = (cell.metadata.get("slideshow") or {}).get("slide_type", "-")
+        if cell.cell_type != "code" or kind == "skip" or build_slides.LEFT_OUT & set(cell.metadata.get("tags", [])):
+            continue
+        for output in cell.get("outputs", []):
+            if build_slides.LIVE in output.get("data", {}):
+                form = output["data"][build_slides.LIVE]
+                found.append(json.loads(form) if isinstance(form, str) else form)
+    return found
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_books_widgets_run_in_the_decks(lang):
+    shown_widgets = 0
+    for path in sorted(build_slides.NOTEBOOKS[lang].glob("[0-9][0-9]-*.ipynb")):
+        page = build_slides.deck_html("t", build_slides.chapter_deck(path, lang), lang, "assets")
+        assert '<script src="assets/teachllm-widgets.js"></script>' in page
+        assert 'class="widget-note"' not in page, f"{path.name}: a widget slide still sends the room to JupyterLab"
+        roots = re.findall(r'<div class="teachllm-live" id="([\w-]+)" data-teachllm-widget="(\w+)" '
+                           r'data-figure-height="(\d+)">', page)
+        forms = saved_widgets(path)
+        assert [name for _, name, _ in roots] == [form["widget"] for form in forms], path.name
+        for (element_id, _, height), form in zip(roots, forms, strict=True):
+            spec = re.search(rf'<script type="application/json" id="{element_id}-json">(.*?)</script>', page, re.S)
+            assert spec and json.loads(spec[1].replace("<\\/", "</")) == form, f"{path.name}: {element_id}"
+            assert build_slides.WIDGET_FIGURE_MIN <= int(height) or int(height) == \
+                build_slides.widget_figure_height(form), (path.name, height)
+        shown_widgets += len(roots)
+    assert shown_widgets >= 10, shown_widgets  # chapters 2–7 and 10–12 have one or two each
+
+
+def test_the_deck_assets_carry_the_books_widget_script_unchanged(tmp_path, monkeypatch):
+    vendor = {"reveal": tmp_path / "reveal", "mathjax": tmp_path / "mathjax"}
+    for name, file in (("reveal", "reveal.js"), ("mathjax", "tex-svg.js")):
+        vendor[name].mkdir()
+        (vendor[name] / file).write_text("// stub", encoding="utf-8")
+    monkeypatch.setattr(build_slides, "VENDOR", vendor)
+    monkeypatch.setattr(build_slides, "OUT", tmp_path / "slides")
+    build_slides.copy_assets()
+    copied = tmp_path / "slides" / "assets" / "teachllm-widgets.js"
+    assert filecmp.cmp(copied, ROOT / "book" / "_static" / "teachllm-widgets.js", shallow=False)
+    deck_js = (tmp_path / "slides" / "assets" / "deck.js").read_text(encoding="utf-8")
+    assert "Plotly.react = function" in deck_js and "figureHeight" in deck_js  # the figure at the slide's size

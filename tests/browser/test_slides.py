@@ -7,15 +7,25 @@ size (reveal.js does not scale it); code is at least 20 px; the formulas are typ
 drawn (plotly SVG); the presenter view (reveal.js's notes plugin, key S) opens with speaker notes; the arrow keys
 move between slides. Screenshots of the first three slides of each lecture deck go to artifacts/screenshots/.
 
+The book's kernel-free widgets run on their slides with nothing from outside: chapter 6's distribution explorer
+draws its bars and answers the sample button and its temperature slider, chapter 4's cache view answers its
+"next" button. The presenter view shows the current and the next slide whole, each inside its frame and its
+frame inside the speaker window, with the speaker window at 1280×720 and at 1920×1080 (screenshots kept).
+
 Without built decks, Chromium or Playwright the test is skipped, except under CI=true, where it fails.
 """
 
+import re
+import sys
 from pathlib import Path
 
 import pytest
 from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import build_slides  # noqa: E402  (scripts/ is not a package)
+
 SLIDES = ROOT / "book" / "_build" / "slides"
 DECKS = ["lecture.html", "06-logits-to-token.html", "zh/lecture.html", "zh/06-logits-to-token.html"]
 TIMEOUT_MS = 90_000
@@ -104,4 +114,106 @@ def test_a_deck_fits_the_screen_offline_with_notes(decks, chromium, deck):
                 speaker.screenshot(path=SCREENSHOTS / f"{name}-presenter.png")
         finally:
             browser.close()
+    assert outside == [], f"{deck} tried to fetch from outside 127.0.0.1: {outside}"
+
+
+def open_deck(browser, decks, deck, outside, slide=0):
+    """The deck at 1280×720 with reveal.js started and the book's widgets drawn, at slide `slide`."""
+    page = local_page(browser, decks + "/", outside, {"width": 1280, "height": 720}, TIMEOUT_MS)
+    page.goto(f"{decks}/{deck}")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+    page.wait_for_function("() => document.documentElement.dataset.teachllmWidgets === 'ready'")
+    page.evaluate(f"() => Reveal.slide({slide})")
+    return page
+
+
+def widget_slide(page, name: str) -> int:
+    return page.evaluate(f"""() => Reveal.getSlides().indexOf(
+        document.querySelector('.teachllm-live[data-teachllm-widget="{name}"]').closest('section'))""")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_books_widgets_answer_on_their_slides_offline(decks, browser, lang):
+    prefix = "" if lang == "en" else "zh/"
+    outside = []
+    page = open_deck(browser, decks, f"{prefix}06-logits-to-token.html", outside)
+    try:
+        k = widget_slide(page, "DistributionExplorer")
+        page.evaluate(f"() => Reveal.slide({k})")
+        root = page.locator('.teachllm-live[data-teachllm-widget="DistributionExplorer"]')
+        assert root.locator(".teachllm-live-figure .main-svg").count() >= 1, "the explorer drew no figure"
+        box = root.locator(".teachllm-live-figure").bounding_box()
+        assert box["height"] >= build_slides.WIDGET_FIGURE_MIN - 1 and box["y"] + box["height"] <= 720, box
+        info = root.locator(".teachllm-live-info")
+        before = info.inner_text()
+        root.locator("button.teachllm-sample").click()
+        page.wait_for_function("(b) => document.querySelector('.teachllm-live-info').innerText !== b", arg=before)
+        assert re.search(r"[(（]id \d+", info.inner_text()), info.inner_text()  # the token drawn, named
+        params = root.get_attribute("data-params")
+        slider = root.locator('input[name="temperature"]')
+        slider.focus()
+        page.keyboard.press("ArrowRight")  # on a range input the arrow moves the slider, not the deck
+        page.wait_for_function("(p) => document.querySelector('.teachllm-live').dataset.params !== p", arg=params)
+        assert page.evaluate("() => Reveal.getIndices().h") == k
+        page.screenshot(path=SCREENSHOTS / f"slides-{lang}-widget-distribution.png")
+        page.context.close()
+
+        page = open_deck(browser, decks, f"{prefix}04-kv-cache.html", outside)
+        k = widget_slide(page, "CacheGrowthView")
+        page.evaluate(f"() => Reveal.slide({k})")
+        root = page.locator('.teachllm-live[data-teachllm-widget="CacheGrowthView"]')
+        state = root.get_attribute("data-state")
+        root.locator('button[data-action="next"]').click()
+        page.wait_for_function("(s) => document.querySelector('.teachllm-live').dataset.state !== s", arg=state)
+    finally:
+        page.context.close()
+    assert outside == [], f"the widget slides tried to fetch from outside 127.0.0.1: {outside}"
+
+
+# inside a frame of the speaker window: the slide shown and its box in the frame's own viewport
+FRAME = """() => { const s = document.querySelector('.reveal .slides > section.present');
+  const r = s.getBoundingClientRect();
+  return {index: Reveal.getIndices().h, scale: Reveal.getScale(), width: innerWidth, height: innerHeight,
+          left: r.left, top: r.top, right: r.right, bottom: r.bottom}; }"""
+
+
+@pytest.mark.parametrize("deck", ["lecture.html", "zh/lecture.html"])
+def test_the_presenter_view_shows_the_current_and_the_next_slide_whole(decks, browser, deck):
+    outside = []
+    page = open_deck(browser, decks, deck, outside)
+    name = "slides-zh" if deck.startswith("zh/") else "slides-en"
+    # the first section slide after the deck's title (its notes show in the speaker window)
+    current = page.evaluate("() => Reveal.getSlides().findIndex((s, k) => k > 1 && s.querySelector('aside.notes') "
+                            "&& s.querySelector(':scope > h2:not(.running)'))")
+    page.evaluate(f"() => Reveal.slide({current})")
+    try:
+        with page.expect_popup() as popup_info:
+            page.keyboard.press("s")
+        speaker = popup_info.value
+        speaker.wait_for_selector("#current-slide iframe")
+        for width, height in ((1280, 720), (1920, 1080)):
+            speaker.set_viewport_size({"width": width, "height": height})
+            for selector, index in (("#current-slide iframe", current), ("#upcoming-slide iframe", current + 1)):
+                frame = speaker.locator(selector)
+                box = frame.bounding_box()
+                assert box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 1 and \
+                    box["y"] + box["height"] <= height + 1, (width, selector, box)
+                inside = frame.element_handle().content_frame()
+                inside.wait_for_function(f"() => window.Reveal && Reveal.isReady() && "
+                                         f"Reveal.getIndices().h === {index}")
+                inside.wait_for_function("() => Math.abs(Reveal.getScale() - Math.min(innerWidth / 1280, "
+                                         "innerHeight / 720)) < 0.01")
+                shown = inside.evaluate(FRAME)
+                assert shown["index"] == index, (width, selector, shown)
+                assert shown["left"] >= -1 and shown["top"] >= -1 and shown["right"] <= shown["width"] + 1 and \
+                    shown["bottom"] <= shown["height"] + 1, f"{deck} at {width} px: {selector} cut off: {shown}"
+                assert shown["right"] - shown["left"] >= 0.3 * width, (width, selector, shown)  # not a thumbnail
+                print(f"{deck} presenter {width}×{height}: {selector.split()[0]} slide {index} whole, "
+                      f"{shown['right'] - shown['left']:.0f}×{shown['bottom'] - shown['top']:.0f} px "
+                      f"(scale {shown['scale']:.2f})")
+            notes = speaker.locator(".speaker-controls-notes").inner_text()
+            assert len(notes) > 20 and not re.search(r"\\[()\[\]]|\$", notes), notes  # notes shown, maths plain
+            speaker.screenshot(path=SCREENSHOTS / f"{name}-presenter-{width}.png")
+    finally:
+        page.context.close()
     assert outside == [], f"{deck} tried to fetch from outside 127.0.0.1: {outside}"
