@@ -107,6 +107,9 @@ def test_inline_markdown():
     assert quiz.inline_html("a `<b>` **c** *d* $x \\le y$") == (
         'a <code>&lt;b&gt;</code> <strong>c</strong> <em>d</em> <span class="math notranslate nohighlight">'
         "\\(x \\le y\\)</span>")
+    # emphasis between two Chinese characters is emphasis; an asterisk inside an ASCII word is not
+    assert quiz.inline_html("保留*哪些* token") == "保留<em>哪些</em> token"
+    assert quiz.inline_html("a*b*c and 2*3*4") == "a*b*c and 2*3*4"
 
 
 # ---- bad input ----------------------------------------------------------------------------------------------

@@ -419,7 +419,8 @@ def inline_html(text: str) -> str:
         else:
             part = html.escape(part, quote=False)
             part = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)
-            out.append(re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", part))
+            # ASCII word characters only around the asterisks: Chinese puts *emphasis* between two characters
+            out.append(re.sub(r"(?<![A-Za-z0-9_*])\*(?!\s)(.+?)(?<!\s)\*(?![A-Za-z0-9_*])", r"<em>\1</em>", part))
     return "".join(out)
 
 
