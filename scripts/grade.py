@@ -1,15 +1,35 @@
 """Grade a folder of submitted chapter notebooks, offline: `make grade SUBMISSIONS=folder`.
 
     python scripts/grade.py submissions/              # every .ipynb in it, or in a folder per student
-    python scripts/grade.py submissions/ --timeout 60 --limit 900 --memory 6
+    python scripts/grade.py submissions/ --timeout 60 --limit 900 --memory 6 --jobs 2
 
 A student is a notebook's file name (alice.ipynb, alice.IPYNB), or the name of a folder holding their notebook
 (alice/ch06.ipynb; with several notebooks, alice-ch06). Names are compared in Unicode NFC.
 
 For each submission: read it (a file that is not a readable notebook is skipped, with the reason, and the batch
 goes on), find its chapter (the notebook's metadata, else the distributed notebook it matches best), check that
-the cells we distributed are unchanged, then run it with the chapter's full tests (notebooks/grading/tests/
-chNN-exK.py, hidden cases included) through otter-grader's library, `otter.execute.grade_notebook`.
+the cells we distributed are unchanged, then run the cells grading needs (below) with the chapter's full tests
+(notebooks/grading/tests/chNN-exK.py, hidden cases included) through otter-grader's library,
+`otter.execute.grade_notebook`. --jobs submissions (default: one per CPU) are graded at once, each in its own
+sandbox with its share of the CPUs as torch threads.
+
+What runs. A lecture cell (a code cell of the distributed notebook, found unchanged in the submission) is checked
+for tampering, and run only when the exercises need it; everything else runs. Precisely, read from the code
+(Python's own scope analysis, `symtable`, and the syntax tree), walking from the last cell to the first:
+- always run: exercise cells, check cells, and every cell the student added or changed (their code is what is
+  graded; a changed lecture cell is tampering anyway);
+- a lecture cell runs when it binds a name (assignment, import, def, for, with) that a running cell after it or
+  the tests read (every identifier in a string of the chapter's test files counts as read), or changes in place an
+  object such a name holds (x.a = ..., x[i] = ..., +=, del, a method that changes its object: x.append(...),
+  x.add_(...), module.to(...), MUTATORS), or changes state that no name shows: a module or an imported name
+  changed (os.environ[...] = ..., tl.x = ...), a magic or shell line, code that does not parse, a call such as
+  torch.manual_seed, set_*, use_*, filterwarnings, os.chdir (STATE_CALLS). The
+  names a running cell reads before it binds them itself are then needed from the cells before it.
+So a cell that only draws a figure, makes a widget or a quiz, or prints a table, runs only if a later cell reads
+what it defines. This is sound for the course's own lecture code under one assumption, which the course keeps:
+calling a function or method changes no object a later cell reads except through the forms above (lm.generate,
+viz.next_token_logits, sampling.* leave their arguments as they were). It does not replay the global random
+state that a skipped cell would have consumed: the tests seed their own generators.
 
 Each submission runs in a sandbox of its own (bubblewrap, `bwrap`; `apt-get install bubblewrap`): a private
 /tmp holding a copy of the notebook and of the chapter's tests, the rest of the machine read-only, the
@@ -45,10 +65,13 @@ import resource
 import shutil
 import signal
 import subprocess
+import symtable
 import sys
 import tempfile
+import threading
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,11 +98,15 @@ def test_files(chapter: str) -> list[Path]:
     return sorted(TESTS.glob(f"ch{chapter}-ex*.py"), key=lambda p: int(p.stem.split("-ex")[1]))
 
 
+TEST_FILE_LOCK = threading.Lock()  # reading a test file runs its imports: transformers' lazy imports race in threads
+
+
 def max_points(path: Path) -> float:
     """The points a test file is worth: the sum over its test cases."""
     from otter.test_files import ExceptionTestFile
 
-    return float(sum(tc.points for tc in ExceptionTestFile.from_file(str(path)).test_cases))
+    with TEST_FILE_LOCK:
+        return float(sum(tc.points for tc in ExceptionTestFile.from_file(str(path)).test_cases))
 
 
 def source(chapter: str) -> Path:
@@ -114,18 +141,69 @@ def solution_sections(chapter: str) -> tuple[str, dict[int, str]]:
     return parts[0], {int(k): code.strip() + "\n" for k, code in zip(parts[1::2], parts[2::2], strict=True)}
 
 
-def solved_cell(chapter: str, k: int, stub: str) -> str:
-    """Exercise K's cell solved: the stub's first line (`# Exercise K: ...`), the solution's setup when section K
-    reads a name the setup defines (without the file's docstring), then section K."""
+def made_above(code: str) -> set[tuple]:
+    """What the code above an exercise cell (cells joined by "\n# %%\n"; a cell that does not parse is left out)
+    makes that a solution need not make again: ("import", module, as) and ("from", module, name, as) for each
+    import, and ("=", name, text) for the last top-level `name = ...` of each name, its text as ast.unparse writes it
+    (tl.load(...) whatever its arguments: the notebook's model is the one a student's answer uses)."""
+    made, last = set(), {}
+    for cell in code.split("\n# %%\n"):
+        try:
+            tree = ast.parse(cell)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                last[node.targets[0].id] = assigned(node)
+            else:
+                for name in cell_use(ast.unparse(node)).binds:
+                    last.pop(name, None)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                made |= {("import", a.name, a.asname) for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                made |= {("from", node.module, a.name, a.asname) for a in node.names}
+    return made | {("=", name, text) for name, text in last.items()}
+
+
+def assigned(node: ast.Assign) -> str:
+    """The text of an assignment's value; "tl.load(...)" for any call of tl.load."""
+    value = node.value
+    if isinstance(value, ast.Call) and ast.unparse(value.func) == "tl.load":
+        return "tl.load(...)"
+    return ast.unparse(value)
+
+
+def solved_cell(chapter: str, k: int, stub: str, before: str = "") -> str:
+    """Exercise K's cell solved: the stub's first line (`# Exercise K: ...`), then the statements of the solution's
+    setup that section K needs (each one binding a name that the section or a statement kept reads), less what
+    `before` (the notebook's code above the cell) already made the same way (made_above: imports, `tok =
+    lm.tokenizer`, the model), then section K. A name the notebook binds otherwise is made again: the setup's
+    `logits` need not be the notebook's."""
     setup, sections = solution_sections(chapter)
-    tree = ast.parse(setup)
-    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
-        setup = "\n".join(setup.splitlines()[tree.body[0].end_lineno:])  # drop the docstring
-    defined = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    defined |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
-                for a in n.names}
-    read = {n.id for n in ast.walk(ast.parse(sections[k])) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    parts = [stub.splitlines()[0], setup.strip() if defined & read else "", sections[k]]
+    lines, body = setup.splitlines(), ast.parse(setup).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the file's docstring
+    made, needed, kept = made_above(before), set(cell_use(sections[k]).reads), []
+    for node in reversed(body):
+        text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+        use = cell_use(text)
+        if not (use.binds | use.changes) & needed:
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and (
+                ("=", node.targets[0].id, assigned(node)) in made):
+            continue  # the notebook made the same name the same way: `tok = lm.tokenizer`, `lm = tl.load()`
+        needed |= use.reads
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a for a in node.names if (("import", a.name, a.asname) if isinstance(node, ast.Import) else
+                                               ("from", node.module, a.name, a.asname)) not in made]
+            if not names:
+                continue
+            if len(names) < len(node.names):
+                node.names = names
+                text = ast.unparse(node)
+        kept.insert(0, text)
+    parts = [stub.splitlines()[0], "\n".join(kept), sections[k]]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -336,8 +414,152 @@ def review(nb, reference, chapter: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# ---- what runs: the student's cells and the lecture cells they need ---------------------------------------------
+
+STATE_CALLS = re.compile(r"^(set_\w*|manual_seed\w*|seed|use_\w+|filterwarnings|simplefilter|chdir|putenv|"
+                         r"show_figures\w*|setLevel|register\w*|basicConfig)$")  # calls that change global state
+MUTATORS = {"append", "extend", "insert", "remove", "pop", "popitem", "clear", "update", "setdefault", "add",
+            "discard", "sort", "reverse", "load_state_dict", "train", "eval", "to", "cuda", "cpu", "half", "float",
+            "double", "bfloat16", "apply", "reset", "close", "write", "send"}  # methods that change their object
+
+
+def root_name(node) -> str | None:
+    """`lm` for lm, lm.model.layers[0].weight and lm.cache(); None for an expression that starts elsewhere."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call | ast.Starred):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+@dataclass(frozen=True)
+class CellUse:
+    """What one code cell does to the notebook's globals, as far as reading its code shows."""
+
+    binds: frozenset[str]  # globals it assigns, imports, defines or deletes
+    reads: frozenset[str]  # globals it reads before it binds them, in its own code or in the functions it defines
+    changes: frozenset[str]  # globals whose objects it may change in place: x.a = …, x[i] = …, x.append(…), x.add_(…)
+    always: bool  # it changes state that no name shows (a seed, a setting, a magic), or its code does not parse
+
+
+def cell_use(code: str) -> CellUse:
+    """CellUse of one cell, from Python's own scope analysis (symtable) and its syntax tree."""
+    try:
+        tree, table = ast.parse(code), symtable.symtable(code, "<cell>", "exec")
+    except (SyntaxError, ValueError):  # a magic (%time), a shell line (!ls), or broken code
+        return CellUse(frozenset(), frozenset(), frozenset(), True)
+    binds = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    reads = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+    tables = list(table.get_children())
+    while tables:  # the functions, classes and comprehensions it defines: the globals they read or declare
+        inner = tables.pop()
+        tables += inner.get_children()
+        for s in inner.get_symbols():
+            if s.is_global() and s.is_referenced():
+                reads.add(s.get_name())
+            if s.is_declared_global() and s.is_assigned():
+                binds.add(s.get_name())
+    reads |= binds & {n.target.id for n in ast.walk(tree)  # a global's x += 1 reads it
+                      if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    reads &= read_before_bound(tree.body, set())  # `x = f()` then `x.g()` needs no earlier cell's x
+    changes, always = set(), False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del):
+            changes.add(root_name(node.value))
+        elif isinstance(node, ast.AugAssign):
+            changes.add(root_name(node.target))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if STATE_CALLS.match(method):  # torch.manual_seed(0), not torch.Generator().manual_seed(0): a new object
+                always = always or not any(isinstance(n, ast.Call) for n in ast.walk(node.func.value))
+            elif method in MUTATORS or (method.endswith("_") and not method.startswith("_")):
+                changes.add(root_name(node.func.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and STATE_CALLS.match(node.func.id):
+            always = True
+    changes.discard(None)
+    return CellUse(frozenset(binds), frozenset(reads), frozenset(changes), always)
+
+
+def read_before_bound(statements: list, bound: set[str]) -> set[str]:
+    """The names `statements` read that no statement before the read has bound, given the names `bound` before
+    them. A for loop's target is bound in its body, an except clause's name in its handler; what a block (if,
+    for, while, try, with) binds counts after it only for the block itself, since it may not run."""
+    early = set()
+
+    def loads(*nodes) -> set[str]:  # x += 1 reads x too
+        walked = [n for node in nodes if node is not None for n in ast.walk(node)]
+        return ({n.id for n in walked if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                | {n.target.id for n in walked if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+                ) - bound
+
+    for node in statements:
+        if isinstance(node, ast.For | ast.AsyncFor):
+            early |= loads(node.iter)
+            early |= read_before_bound(node.body + node.orelse, bound | names_in(node.target))
+        elif isinstance(node, ast.If | ast.While):
+            early |= loads(node.test) | read_before_bound(node.body, set(bound)) | read_before_bound(
+                node.orelse, set(bound))
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            early |= loads(*[i.context_expr for i in node.items])
+            early |= read_before_bound(node.body, bound | {n for i in node.items for n in names_in(i.optional_vars)})
+        elif isinstance(node, ast.Try):
+            early |= read_before_bound(node.body + node.orelse + node.finalbody, set(bound))
+            for handler in node.handlers:
+                early |= loads(handler.type) | read_before_bound(handler.body, bound | {handler.name} - {None})
+        else:
+            early |= loads(node)
+            bound = bound | {s.get_name() for s in symtable.symtable(ast.unparse(node), "<statement>",
+                                                                      "exec").get_symbols()
+                             if s.is_assigned() or s.is_imported()}
+    return early
+
+
+def names_in(target) -> set[str]:
+    """The names an assignment target binds: `name`, `a, (b, c)`; none for None."""
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target is not None else set()
+
+
+def names_the_tests_read(chapter: str) -> set[str]:
+    """Every name a chapter's test files could look up in the notebook's globals: each string in them that is a
+    Python identifier (env["lm"], env.get("kept_after"), and names held in variables or loops)."""
+    names = set()
+    for test in test_files(chapter):
+        names |= {n.value for n in ast.walk(ast.parse(test.read_text(encoding="utf-8")))
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
+    return names
+
+
+def cells_to_run(nb, reference, chapter: str) -> list[bool]:
+    """For each cell of the submission, whether the grader runs it (see the module's docstring, "What runs").
+
+    The student's cells (exercise cells, cells they added or changed) and the check cells always run. A lecture
+    cell (a code cell of the distributed notebook, unchanged) runs when it binds or changes a name that a later
+    running cell or the tests read, or when it changes state no name shows; the names it reads are then needed
+    too. Walked from the last cell to the first, so each lecture cell is decided on what runs after it."""
+    lecture = {c.source.strip() for c in code_cells(reference)
+               if not {"exercise", "check"} & set(c.metadata.get("tags", []))}
+    imported = set()  # a module or an imported name: changing it (os.environ[...] = ..., tl.x = ...) is global state
+    for cell in code_cells(reference):
+        try:
+            imported |= {(a.asname or a.name).split(".")[0] for node in ast.walk(ast.parse(cell.source))
+                         if isinstance(node, ast.Import | ast.ImportFrom) for a in node.names}
+        except SyntaxError:
+            continue
+    needed = names_the_tests_read(chapter)
+    run = [False] * len(nb.cells)
+    for n in reversed(range(len(nb.cells))):
+        cell = nb.cells[n]
+        if cell.cell_type != "code":
+            continue
+        use = cell_use(cell.source)
+        is_lecture = cell.source.strip() in lecture and "exercise" not in cell.metadata.get("tags", [])
+        if not is_lecture or use.always or (use.binds | use.changes) & needed or use.changes & imported:
+            run[n] = True
+            needed |= use.reads | use.changes
+    return run
+
+
 # ---- the sandbox ------------------------------------------------------------------------------------------------
 
+RUNNING: set[int] = set()  # the process groups of the sandboxes running now (one per job), to stop on Ctrl-C
 INSIDE = Path("/tmp/grade")  # in the sandbox: in/ (read-only: the notebook, the tests), notebooks/ (the kernel's cwd)
 BWRAP_MISSING = ("grade: bubblewrap (`bwrap`) is needed to run students' notebooks in a sandbox and was not found: "
                  "install it (sudo apt-get install bubblewrap) and run again")
@@ -353,22 +575,35 @@ class Limits:
     output_mb: float = 10.0  # printed output the runner keeps count of; the rest is dropped
     file_mb: int = 64  # the largest file a process may write
     tmp_mb: int = 512  # the sandbox's /tmp, in memory
+    jobs: int = 1  # submissions graded at once, each in its own sandbox
 
     def __post_init__(self):
-        for name in ("timeout", "limit", "memory_gb", "output_mb", "file_mb", "tmp_mb"):
+        for name in ("timeout", "limit", "memory_gb", "output_mb", "file_mb", "tmp_mb", "jobs"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise SystemExit(f"grade: --{name.split('_')[0]} must be a positive number, not {value!r}")
 
-    def apply(self) -> None:
-        """Set the limits on this process (the sandbox's first process; its children inherit them)."""
+    def rlimits(self) -> list[tuple[int, int]]:
+        """(resource, value) for each limit, no higher than this process's own hard limit."""
         memory = int(self.memory_gb * 2**30)
-        cpu = self.limit * (os.cpu_count() or 1)  # CPU seconds: a kernel with n threads uses n per wall second
+        cpu = int(self.limit * (os.cpu_count() or 1))  # CPU seconds: a kernel with n threads uses n per wall second
+        out = []
         for kind, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_CORE, 0),
                             (resource.RLIMIT_FSIZE, self.file_mb * 2**20), (resource.RLIMIT_NPROC, 4096)):
-            soft, hard = resource.getrlimit(kind)
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(kind, (value, value))  # RLIMIT_NPROC counts the user's processes; root is exempt
+            hard = resource.getrlimit(kind)[1]
+            out.append((kind, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+        return out  # RLIMIT_NPROC counts the user's processes; root is exempt
+
+    def applier(self):
+        """The function that sets the limits in the sandbox's first process (its children inherit them), between
+        fork and exec: it only calls setrlimit on values computed here, as is safe with the grader's threads."""
+        values = self.rlimits()
+
+        def apply() -> None:
+            for kind, value in values:
+                resource.setrlimit(kind, (value, value))
+
+        return apply
 
 
 def require_bwrap() -> None:
@@ -410,12 +645,15 @@ def check_folder_placement(folder: Path) -> None:
                  "submissions: put the submissions in a folder of their own (make grade SUBMISSIONS=path/to/folder)")
 
 
-def sandbox_env() -> dict[str, str]:
-    """The environment inside: the model's settings and a private home, nothing else of the grader's."""
+def sandbox_env(limits: Limits) -> dict[str, str]:
+    """The environment inside: the model's settings and a private home, nothing else of the grader's. Each of the
+    --jobs submissions running at once gets its share of the CPUs as torch's threads (unless OMP_NUM_THREADS is
+    set), so that they do not fight over the cores."""
     from teachllm.checkpoints.convert import cache_dir
 
     keep = {k: v for k, v in os.environ.items()
             if k in ("PATH", "LANG", "LC_ALL", "TZ") or k.startswith(("TEACHLLM_", "OMP_", "MKL_"))}
+    keep.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // limits.jobs)))
     hf_home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
     return {**keep, "HOME": "/tmp/home", "TMPDIR": "/tmp", "TEACHLLM_CACHE": str(cache_dir().resolve()),
             "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -440,9 +678,12 @@ def bwrap_command(inputs: Path, folder: Path, lang: str, limits: Limits, inner: 
     return command
 
 
-def runnable(nb) -> nbformat.NotebookNode:
-    """The copy that runs: every cell (otter's ignore tags and cell settings dropped), no old outputs."""
+def runnable(nb, run: list[bool] | None = None) -> nbformat.NotebookNode:
+    """The copy that runs: the cells `run` names (default all; otter's ignore tags and cell settings dropped), no
+    old outputs."""
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    if run is not None:
+        nb.cells = [c for c, keep in zip(nb.cells, run, strict=True) if keep or c.cell_type != "code"]
     for cell in nb.cells:
         cell.metadata.pop("otter", None)
         if "tags" in cell.metadata:
@@ -452,7 +693,8 @@ def runnable(nb) -> nbformat.NotebookNode:
     return nb
 
 
-def run_sandboxed(nb, chapter: str, lang: str, folder: Path, limits: Limits) -> tuple[dict | None, str | None]:
+def run_sandboxed(nb, chapter: str, lang: str, folder: Path, limits: Limits,
+                  run: list[bool] | None = None) -> tuple[dict | None, str | None]:
     """Run the notebook with the chapter's full tests in a sandbox: (the runner's raw results, None) or
     (None, why there are none). The log (the runner's and the kernel's stderr) goes to the grader's stderr."""
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
@@ -460,20 +702,23 @@ def run_sandboxed(nb, chapter: str, lang: str, folder: Path, limits: Limits) -> 
         (inputs / "tests").mkdir(parents=True)
         for test in test_files(chapter):
             shutil.copyfile(test, inputs / "tests" / test.name)
-        nbformat.write(runnable(nb), inputs / "submission.ipynb")
+        nbformat.write(runnable(nb, run), inputs / "submission.ipynb")
         with open(Path(tmp) / "result.json", "wb+") as result, open(Path(tmp) / "log.txt", "wb+") as log:
             inner = [sys.executable, str(Path(__file__).resolve()), "--one", str(INSIDE / "in" / "submission.ipynb"),
                      "--chapter", chapter, "--tests", str(INSIDE / "in" / "tests"), "--timeout", str(limits.timeout),
                      "--output", str(limits.output_mb), "--out-fd", str(result.fileno())]
             process = subprocess.Popen(bwrap_command(inputs, folder, lang, limits, inner), stdin=subprocess.DEVNULL,
-                                       stdout=log, stderr=log, pass_fds=(result.fileno(),), env=sandbox_env(),
-                                       preexec_fn=limits.apply, start_new_session=True)
+                                       stdout=log, stderr=log, pass_fds=(result.fileno(),), env=sandbox_env(limits),
+                                       preexec_fn=limits.applier(), start_new_session=True)
+            RUNNING.add(process.pid)
             try:
                 process.wait(timeout=limits.limit)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)  # bwrap; --die-with-parent ends every process inside
                 process.wait()
                 return None, f"the notebook did not finish within {limits.limit} s"
+            finally:
+                RUNNING.discard(process.pid)
             result.seek(0)
             text = result.read(2**20).decode("utf-8", "replace")
             log.seek(max(0, log.seek(0, os.SEEK_END) - 2000))
@@ -575,7 +820,7 @@ def grade_submission(nb, folder: Path, limits: Limits, notebooks: Path = NOTEBOO
                  for t in test_files(chapter)}
     reference = nbformat.read(distributed(chapter, lang, notebooks), as_version=4)
     touched = tampering(nb, reference)
-    raw, problem = run_sandboxed(nb, chapter, lang, folder, limits)
+    raw, problem = run_sandboxed(nb, chapter, lang, folder, limits, cells_to_run(nb, reference, chapter))
     ran, notes = {}, []
     if raw is not None and isinstance(raw, dict) and raw.get("stopped") is True:
         problem = STOPPED
@@ -680,6 +925,8 @@ def main() -> None:
                         "may reserve (address space)")
     parser.add_argument("--output", type=float, default=10.0, help="MB of printed output a submission may make "
                         "before its feedback says so (none is kept)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="submissions graded at once, each in its own sandbox (default: the number of CPUs)")
     parser.add_argument("--notebooks", type=Path, default=NOTEBOOKS,
                         help="the folder of the notebooks as distributed (default: notebooks/; a test's own)")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # internal: the runner, in the sandbox
@@ -699,7 +946,8 @@ def main() -> None:
         return
     if args.folder is None or not args.folder.is_dir():
         sys.exit(f"grade: {args.folder} is not a folder of submitted notebooks (make grade SUBMISSIONS=folder)")
-    limits = Limits(timeout=args.timeout, limit=args.limit, memory_gb=args.memory, output_mb=args.output)
+    limits = Limits(timeout=args.timeout, limit=args.limit, memory_gb=args.memory, output_mb=args.output,
+                    jobs=args.jobs)
     check_outputs(args.folder)
     check_folder_placement(args.folder)
     require_bwrap()
@@ -709,21 +957,46 @@ def main() -> None:
     for name, reason in skipped:
         print(f"grade: {name}: {reason}", file=sys.stderr)
     (args.folder / "feedback").mkdir(exist_ok=True)
-    rows, totals, flagged = [], [], []
-    for n, (student, path) in enumerate(submissions, start=1):
+    done, lock = [0], threading.Lock()
+
+    def attempt(student: str, path: Path) -> tuple[dict | None, str | None]:
+        """(what grade_submission returned, None), or (None, why it was not graded); prints one line of progress."""
         start, file = time.perf_counter(), str(path.relative_to(args.folder))
+        graded, reason = None, None
         try:
             graded = grade_submission(read_submission(path), args.folder, limits, args.notebooks)
+            exercises = graded["exercises"]
+            marks = [f"{name} {e['points']:g}/{e['max']:g}" + ("" if e["status"] == "graded" else f" {e['status']}")
+                     for name, e in exercises.items()]
+            line = (f"{', '.join(marks) or 'no graded chapter found'} ({time.perf_counter() - start:.0f} s)"
+                    + (f"; to review: {'; '.join(graded['review'])}" if graded.get("review") else ""))
         except Unreadable as error:
-            skipped.append((file, str(error)))
-            print(f"[{n}/{len(submissions)}] {student}: skipped: {file} {error}", file=sys.stderr)
-            graded = {"chapter": None, "lang": "en", "unreadable": str(error)}
+            graded, line = {"chapter": None, "lang": "en", "unreadable": str(error)}, f"skipped: {file} {error}"
         except Exception as error:  # a file nobody foresaw, or a bug: this student is reported, the batch goes on
             reason = f"the grader failed on it ({type(error).__name__}: {error}); grade it by hand"
+            line = f"skipped: {file}: {reason}"
+        with lock:
+            done[0] += 1
+            print(f"[{done[0]}/{len(submissions)}] {student}: {line}", file=sys.stderr, flush=True)
+        return graded, reason
+
+    pool = ThreadPoolExecutor(max_workers=limits.jobs)  # each thread waits on its own sandbox
+    try:
+        results = list(pool.map(lambda entry: attempt(*entry), submissions))
+    except KeyboardInterrupt:  # stop every sandbox now rather than wait for them
+        pool.shutdown(wait=False, cancel_futures=True)
+        for pid in list(RUNNING):
+            os.killpg(pid, signal.SIGKILL)
+        sys.exit("grade: interrupted; nothing written")
+    pool.shutdown()
+    rows, totals, flagged = [], [], []
+    for (student, path), (graded, reason) in zip(submissions, results, strict=True):
+        file = str(path.relative_to(args.folder))
+        if graded is None:
             skipped.append((file, reason))
-            print(f"[{n}/{len(submissions)}] {student}: skipped: {file}: {reason}", file=sys.stderr)
             continue
         if "unreadable" in graded:
+            skipped.append((file, graded["unreadable"]))
             text = f"# {student}\n\n{WORDS['en']['unreadable'].format(file=file, reason=graded['unreadable'])}\n"
         else:
             text = feedback(student, graded)
@@ -738,13 +1011,6 @@ def main() -> None:
             totals.append([student, f"{sum(e['points'] for e in exercises.values()):g}",
                            f"{sum(e['max'] for e in exercises.values()):g}"])
         flagged += [[student, reason] for reason in graded.get("review", [])]
-        if "unreadable" in graded:
-            continue
-        marks = [f"{name} {e['points']:g}/{e['max']:g}" + ("" if e["status"] == "graded" else f" {e['status']}")
-                 for name, e in exercises.items()]
-        seconds = time.perf_counter() - start
-        print(f"[{n}/{len(submissions)}] {student}: {', '.join(marks) or 'no graded chapter found'} ({seconds:.0f} s)"
-              + (f"; to review: {'; '.join(graded['review'])}" if graded.get("review") else ""), file=sys.stderr)
     write_file(args.folder / "grades.csv", csv_text([["student", "exercise", "points", "max_points"], *rows]))
     write_file(args.folder / "totals.csv", csv_text([["student", "points", "max_points"], *totals]))
     write_file(args.folder / "skipped.csv", csv_text([["file", "reason"], *skipped]))

@@ -5,6 +5,7 @@ wrong answer (tests/grading_wrong/chNN.py) less than full; the public checks are
 from __future__ import annotations
 
 import ast
+import builtins
 import csv
 import importlib
 import re
@@ -115,7 +116,8 @@ def test_every_graded_exercise_cell_is_followed_by_its_check(chapter):
 
 def test_the_instructor_edition_solves_every_graded_exercise_in_both_languages():
     """build_instructor.solved replaces each graded exercise cell with its solution, in the Chinese notebooks too
-    (their cells begin `# 练习 K：`)."""
+    (their cells begin `# 练习 K：`), with only the setup it needs: every name it reads is bound in it or above it
+    (read from the code), and it does not load the model the notebook has already loaded."""
     sys.path.insert(0, str(grade.ROOT / "scripts"))
     import build_instructor
 
@@ -127,9 +129,18 @@ def test_the_instructor_edition_solves_every_graded_exercise_in_both_languages()
             solved = {grade.exercise_number(c) for c in nb.cells if grade.exercise_number(c) in graded}
             assert solved == graded, f"chapter {chapter} ({lang}): exercises {sorted(graded - solved)} not solved"
             _, sections = grade.solution_sections(chapter)
+            bound = set(dir(builtins))  # the names the cells above a solution bind
             for cell in nb.cells:
+                use = grade.cell_use(cell.source) if cell.cell_type == "code" else None
                 if grade.exercise_number(cell) in graded:
-                    assert sections[grade.exercise_number(cell)].strip() in cell.source
+                    k = grade.exercise_number(cell)
+                    assert sections[k].strip() in cell.source
+                    missing = use.reads - use.binds - bound
+                    assert not missing, f"chapter {chapter} ({lang}), exercise {k}: {sorted(missing)} bound nowhere"
+                    assert "tl.load(" not in cell.source.replace(sections[k].strip(), ""), (
+                        f"chapter {chapter} ({lang}), exercise {k}: the solution loads the model again")
+                if use is not None:
+                    bound |= use.binds
 
 
 def test_the_public_checks_are_up_to_date_and_hold_no_hidden_case():
@@ -153,23 +164,31 @@ def trimmed_chapter(chapter: str) -> nbformat.NotebookNode:
     return nb
 
 
-def submission(reference, chapter: str, solve=(), replace=None, edit_check=None):
-    """A copy of `reference` with exercises `solve` solved, cells replaced ({k: code}) and a check cell edited."""
+def submission(reference, chapter: str, solve=(), replace=None, edit_check=None, edit_lecture=False):
+    """A copy of `reference` with exercises `solve` solved, cells replaced ({k: code}), a check cell edited and
+    the first code cell (the lecture's) changed."""
     nb = nbformat.from_dict(reference)
+    if edit_lecture:
+        next(c for c in nb.cells if c.cell_type == "code").source += "\nprint('changed')"
+    above = []  # the code above each cell, which a solution reuses (the model, imports)
     for cell in nb.cells:
         k = grade.exercise_number(cell)
         if k in (replace or {}):
             cell.source = replace[k]
         elif k in solve:
-            cell.source = grade.solved_cell(chapter, k, cell.source)
+            cell.source = grade.solved_cell(chapter, k, cell.source, "\n# %%\n".join(above))
         elif edit_check and f'grader.check("ch{chapter}-ex{edit_check}")' in cell.source:
             cell.source = 'print("all checks passed")'
+        if cell.cell_type == "code":
+            above.append(cell.source)
     return nb
 
 
 def test_the_grader_grades_a_folder(tmp_path):
+    """The whole chapter as distributed: the grader runs only the lecture cells the exercises need (the ones that
+    generate text, a minute each, are skipped), so the solution's full points also show that it kept enough."""
     chapter = "06"
-    reference = trimmed_chapter(chapter)
+    reference = nbformat.read(grade.distributed(chapter), as_version=4)
     distributed = tmp_path / "distributed"
     distributed.mkdir()
     nbformat.write(reference, distributed / grade.distributed(chapter).name)
@@ -185,12 +204,13 @@ def test_the_grader_grades_a_folder(tmp_path):
         "loop": (submission(reference, chapter, every, {2: "while True:\n    pass"}),
                  sum(full.values()) - full["ch06-ex2"]),
         "tampered": (submission(reference, chapter, every, edit_check=3), sum(full.values()) - full["ch06-ex3"]),
+        "lecture": (submission(reference, chapter, every, edit_lecture=True), 0),
     }
     for student, (nb, _) in cases.items():
         nbformat.write(nb, folder / f"{student}.ipynb")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(folder), "--timeout", "10",
-                           "--limit", "300", "--notebooks", str(distributed)], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(folder), "--timeout", "60",
+                           "--limit", "600", "--notebooks", str(distributed)], capture_output=True, text=True)
     print(f"the grader took {time.perf_counter() - start:.0f} s for {len(cases)} submissions\n{done.stderr}")
     assert done.returncode == 0, done.stderr
     with open(folder / "grades.csv", newline="", encoding="utf-8") as f:
@@ -206,6 +226,7 @@ def test_the_grader_grades_a_folder(tmp_path):
         text = (folder / "feedback" / f"{student}.md").read_text(encoding="utf-8")
         assert "@test_case" not in text and "env[" not in text, f"{student}'s feedback shows test source"
     assert "cell" in (folder / "feedback" / "tampered.md").read_text(encoding="utf-8")
+    assert "cell 2 (changed)" in (folder / "feedback" / "lecture.md").read_text(encoding="utf-8")
     assert "RuntimeError" not in (folder / "feedback" / "correct.md").read_text(encoding="utf-8")
 
 
