@@ -11,6 +11,10 @@ Stop rules (vLLM's): the end-of-sequence token unless `ignore_eos`; a token in `
 boundaries; the text is cut where it begins, or after it with `include_stop_str_in_output`);
 `max_tokens` ("length"). Until `min_tokens` tokens exist, EOS and stop ids are masked and stop
 strings are not looked for.
+
+On a GPU, `generate` and `stream` take the fast path instead (teachllm/fastpath/loop.py: a static cache, a CUDA
+graph per step, ids read back every few steps), with these same stop rules and outputs; `fast=False` keeps this
+loop. On the CPU this loop is the default; `lm.decode_path` says which ran, and why.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 from . import inputs
 from .beam import beam_search
 from .cache import KVCache
+from .fastpath import loop
 from .model import Trace
 from .outputs import GenerationOutput, Metrics
 from .sampling import SamplingParams, process_logits, row_seeds, sample, top_logprobs
@@ -143,8 +148,15 @@ def steps(lm, prompts: list[list[int]], params: SamplingParams):
         index += 1
 
 
-def generate(lm, prompts: list[list[int]], params: SamplingParams) -> list[GenerationOutput]:
-    """Generate for every prompt (checked lists of ids); one output per prompt, in order."""
+def generate(lm, prompts: list[list[int]], params: SamplingParams, fast: bool | None = None) -> list[GenerationOutput]:
+    """Generate for every prompt (checked lists of ids); one output per prompt, in order.
+
+    fast: the GPU's fast path (teachllm/fastpath/loop.py: the same outputs, fewer waits for the device); None
+    takes it on CUDA only, where it supports `params`. `lm.decode_path` says afterwards which loop ran, and why."""
+    if _fast_path(lm, params, fast, len(prompts)):
+        for seqs in loop.fast_steps(lm, prompts, params, Sequence):
+            if all(seq.finished for seq in seqs):
+                return [seq.result() for seq in seqs]
     if params.num_beams > 1:
         return [beam_search(lm, p, params) for p in prompts]
     for step in steps(lm, prompts, params):
@@ -152,17 +164,31 @@ def generate(lm, prompts: list[list[int]], params: SamplingParams) -> list[Gener
             return [seq.result() for seq in step.sequences]
 
 
-def stream(lm, prompt: list[int], params: SamplingParams):
-    """Yield the generated text in pieces as tokens arrive; never half a character, never a stop string."""
+def stream(lm, prompt: list[int], params: SamplingParams, fast: bool | None = None):
+    """Yield the generated text in pieces as tokens arrive; never half a character, never a stop string.
+    fast: as in `generate` (on the fast path the pieces come every few tokens, at each read-back)."""
     if params.num_beams > 1:
         raise ValueError("beam search cannot stream: the best beam is known only at the end")
     if not lm.has_tokenizer:
         raise ValueError("streaming text needs a tokenizer; this model was loaded without one")
+    if _fast_path(lm, params, fast, 1):
+        for seqs in loop.fast_steps(lm, [prompt], params, Sequence):
+            piece = seqs[0].detok.release(final=seqs[0].finished)
+            if piece:
+                yield piece
+        return
     for step in steps(lm, [prompt], params):
         seq = step.sequences[0]
         piece = seq.detok.release(final=seq.finished)
         if piece:
             yield piece
+
+
+def _fast_path(lm, params: SamplingParams, fast: bool | None, n_prompts: int) -> bool:
+    """Whether generate / stream take the fast path; `lm.decode_path` keeps which loop ran and why, in one line."""
+    reason = loop.why_not(lm, params, fast, n_prompts)
+    lm.decode_path = "fast path (teachllm/fastpath/loop.py)" if reason is None else f"reference loop: {reason}"
+    return reason is None
 
 
 # ---- the smallest loop: greedy, the reference the tests, the benchmark and the views share ----------------

@@ -47,6 +47,7 @@ class LanguageModel:
         self.kernels: kernels.Choice | None = None  # weights="gguf": which kernel multiplies each matrix, and why
         self.fast: fused.FastPath | None = None  # weights="gguf": the same forward pass in fewer operations
         self._kernel_key: str | None = None  # weights="gguf": names the model in the kernels' cache
+        self.decode_path = "nothing generated yet"  # which loop the last generate / stream ran, and why (one line)
 
     # ---- basics --------------------------------------------------------------------------------
     @property
@@ -164,23 +165,26 @@ class LanguageModel:
         yield Stage("logits", logits)
 
     # ---- text in, text out ---------------------------------------------------------------------
-    def generate(self, prompt, params: SamplingParams | None = None):
+    def generate(self, prompt, params: SamplingParams | None = None, fast: bool | None = None):
         """Generate a continuation.
 
         prompt: a string, a list of token ids, or a list of either (a batch).
         Returns one `GenerationOutput` (text, token_ids, finish_reason, logprobs, metrics), or a list
         of them for a list of prompts.
+        fast: None (default) takes the GPU's fast path on CUDA (teachllm/fastpath/loop.py: the same stop rules,
+        fewer waits for the device) and generate.py's loop elsewhere; False always the loop; True the fast path
+        wherever it supports `params`. `lm.decode_path` says which ran and why.
         """
         prompts, params, single = inputs.request(prompt, params, self)
-        outputs = generate(self, prompts, params)
+        outputs = generate(self, prompts, params, fast=fast)
         return outputs[0] if single else outputs
 
-    def stream(self, prompt, params: SamplingParams | None = None):
-        """Yield text pieces as tokens arrive (one prompt: a string or a list of ids)."""
+    def stream(self, prompt, params: SamplingParams | None = None, fast: bool | None = None):
+        """Yield text pieces as tokens arrive (one prompt: a string or a list of ids). fast: as in `generate`."""
         prompts, params, single = inputs.request(prompt, params, self)
         if not single:
             raise ValueError("stream takes one prompt; use generate for a batch")
-        yield from stream(self, prompts[0], params)
+        yield from stream(self, prompts[0], params, fast=fast)
 
 
 def load(name_or_path: str | os.PathLike | None = None, device: str | torch.device = "auto", dtype=None,

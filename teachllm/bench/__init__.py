@@ -3,7 +3,8 @@
 Not the lesson. Chapter 10 and the README quote what these print; a lecturer runs them on the class's machines:
 
     python -m teachllm.bench            decode.py: teachllm against transformers, prefill and decode against the
-                                        roofline, the 4-bit weights' speed and quality
+                                        roofline, the 4-bit weights' speed and quality, and (fast.py) the GPU
+                                        fast path against transformers: tokens/s, TTFT, kernels per step
     python -m teachllm.bench.serving    serving.py: batching, chunked prefill, the paged cache, CacheBlend,
                                         speculative decoding, the int8 KV cache
     python -m teachllm.bench.widgets    widgets.py: how long the distribution explorer takes to redraw

@@ -22,7 +22,10 @@ and reports medians over repetitions. It measures
    model.py's plain loop instead of the fast path (teachllm.fastpath.fused), the kernel each group of matrices uses
    (teachllm.fastpath.kernels), the share of a step spent outside the matrices, and llama.cpp's decode speed on the
    same file when a llama.cpp build is installed (teachllm.fastpath.llamacpp; skipped with a note otherwise).
-   `--weights-only` runs this part alone.
+   `--weights-only` runs this part alone;
+5. the GPU fast path (bench/fast.py): teachllm's reference loop, its fast path (a CUDA graph per step) and
+   torch.compile of its step, transformers eager and with its static cache compiled: TTFT, decode tokens/s at
+   batch 1 and 32, kernels per decode step (torch.profiler). On the CPU the compiled ways are skipped, with why.
 
 The report is printed and written as JSON (default artifacts/bench/bench-<device>.json).
 Timing does not depend on weight values, so `--random-weights` (the bundled architecture built
@@ -52,6 +55,7 @@ from ..generate import greedy
 from ..lm import LanguageModel, load
 from ..model import Transformer, rope_inv_freq
 from ..roofline import Device, PhasePoint, clock, decode_throughput, format_points, measure_device, measure_phases
+from .fast import fast_section, format_fast
 
 # SmolLM2-135M-Instruct's shapes (its config.json), for --random-weights where the checkpoint is absent.
 SMOLLM2_135M = ModelConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, n_layers=30, n_heads=9,
@@ -70,11 +74,12 @@ class Settings:
     prefill_lengths: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)  # prompt lengths for prefill timing
     decode_contexts: tuple[int, ...] = (128, 512, 2048, 8192)  # context lengths for decode-step timing
     budget_s: float = 8.0  # stop repeating a measurement after this many timed seconds
+    fast_batch_sizes: tuple[int, ...] = (1, 32)  # section 5 (the GPU fast path): tokens/s at these batch sizes
 
     @classmethod
     def quick(cls) -> Settings:
         return cls(new_tokens=16, reps=1, batch_sizes=(1, 4, 16), batch_steps=4, prefill_lengths=(64, 256),
-                   decode_contexts=(128, 1024), budget_s=2.0)
+                   decode_contexts=(128, 1024), budget_s=2.0, fast_batch_sizes=(1, 4))
 
 
 # ---- the two models ------------------------------------------------------------------------------
@@ -344,6 +349,7 @@ def run(lm: LanguageModel, hf, ids: list[int], s: Settings, name: str = "model",
     contexts = tuple(T for T in s.decode_contexts if T <= lm.config.max_position_embeddings)
     points = measure_phases(lm, prefill_lengths=s.prefill_lengths, decode_batches=(1,), decode_contexts=contexts,
                             device=roof, reps=s.reps, budget_s=s.budget_s)
+    fast = fast_section(lm, hf, ids, s.new_tokens, s.fast_batch_sizes, reps=s.reps)
     return {
         "setup": {"model": name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
                   "prompt_tokens": len(ids), "threads": torch.get_num_threads(), "torch": torch.__version__,
@@ -354,6 +360,7 @@ def run(lm: LanguageModel, hf, ids: list[int], s: Settings, name: str = "model",
         "batch_decode": batches,
         "prefill": [p.to_dict() for p in points if p.phase == "prefill"],
         "decode_context": [p.to_dict() for p in points if p.phase == "decode"],
+        "fast_path": fast,
         "elapsed_s": time.perf_counter() - started,
     }
 
@@ -376,6 +383,7 @@ def format_report(r: dict) -> str:
                      f"{row['predicted_tokens_per_s']:>20.1f}{row['predicted_ratio']:>12.2f}")
     lines += ["", "3. prefill against prompt length, decode step against context length (batch 1)",
               format_points([_point(p) for p in r["prefill"] + r["decode_context"]]),
+              *(["", format_fast(r["fast_path"])] if "fast_path" in r else []),
               "", f"elapsed {r['elapsed_s']:.0f} s"]
     return "\n".join(lines)
 

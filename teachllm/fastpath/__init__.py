@@ -13,6 +13,8 @@ switches on, and what chapter 10 measures and explains (its section on 4-bit wei
                   the GPU: what lets a decode step be recorded once as a CUDA graph and replayed
     graph.py      a decode step with no host synchronisation (argmax on the device), and the same step as a CUDA
                   graph per batch size (1 to 32, a batch padded to the next); the eager step where CUDA is absent
+    loop.py       lm.generate / lm.stream on the fast path (the default on CUDA): the static cache, the graphs,
+                  sampling on the device, ids read back every few steps and the stop rules applied then
 
 Every path here is checked against the plain one: the same logits to float rounding (tests/test_fast.py,
 tests/test_kernels.py, tests/test_native.py, tests/test_quant.py, tests/test_static_cache.py).

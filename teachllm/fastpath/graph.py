@@ -8,7 +8,8 @@ their inputs, sample on the host's terms and read every token back (each read wa
                                       from a device tensor, and no shape changes from one step to the next
     CudaGraphDecoder(model, cache)    decode_step recorded as a CUDA graph per batch size (1, 2, 4, 8, 16, 32),
                                       replayed after copying the new ids into the graph's input in place; a batch
-                                      is padded to the next recorded size. Where CUDA is absent: decode_step itself
+                                      is padded to the next recorded size. Where CUDA is absent: decode_step itself.
+                                      `.step(ids)` gives the step's logits too (for sampling, fastpath/loop.py)
 
 The graph follows nano-vllm's `capture_cudagraph` (GeeeekExplorer/nano-vllm, engine/model_runner.py): static
 input and output buffers of the largest batch, one graph per batch size sharing one memory pool, largest first,
@@ -78,7 +79,8 @@ class CudaGraphDecoder:
     Decode a batch of n rows through the first n rows of `cache` (prefill them with cache.rows(n)); a batch is
     padded to the next recorded size, and the padding rows compute into rows of the cache no sequence uses."""
 
-    def __init__(self, model: Transformer, cache: StaticKVCache, batch_sizes: tuple[int, ...] = BATCH_SIZES):
+    def __init__(self, model: Transformer, cache: StaticKVCache, batch_sizes: tuple[int, ...] = BATCH_SIZES,
+                 record: bool = True):
         if cache.filled != 0:
             raise ValueError(f"make the CudaGraphDecoder before prefill: its cache already holds {cache.filled} "
                              f"tokens, and recording the graphs empties it; call cache.reset() first")
@@ -86,7 +88,9 @@ class CudaGraphDecoder:
         largest = min(cache.batch_size, max(batch_sizes))  # no batch is larger than the cache's rows
         self.batch_sizes = sorted({b for b in batch_sizes if b < largest} | {largest})
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        if not torch.cuda.is_available():
+        if not record:
+            self.reason = "recording was not asked for (record=False): each step runs eagerly (decode_step)"
+        elif not torch.cuda.is_available():
             self.reason = "CUDA is not available here: each step runs eagerly (decode_step)"
         elif cache.k.device.type != "cuda":
             self.reason = f"the cache is on {cache.k.device}, not a CUDA device: each step runs eagerly (decode_step)"
@@ -106,22 +110,31 @@ class CudaGraphDecoder:
         device = self.cache.k.device
         self.input_ids = torch.zeros(largest, 1, dtype=torch.long, device=device)  # [B_max, 1]
         self.next_ids = torch.zeros(largest, dtype=torch.long, device=device)  # [B_max]
+        self.logits = torch.zeros(largest, self.model.config.vocab_size, dtype=self.cache.k.dtype,
+                                  device=device)  # [B_max, V]
         pool = None
         for bs in reversed(self.batch_sizes):
             rows = self.cache.rows(bs)
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph asks
-                self.next_ids[:bs] = decode_step(self.model, self.input_ids[:bs], rows)
+                self._record(bs, rows)
             torch.cuda.current_stream().wait_stream(side)
             self.cache.reset()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool):
-                self.next_ids[:bs] = decode_step(self.model, self.input_ids[:bs], rows)
+                self._record(bs, rows)
             pool = graph.pool() if pool is None else pool
             self.graphs[bs] = graph
             torch.cuda.synchronize()
             self.cache.reset()  # recording ran no kernels, but its Python counted a step on the host
+
+    def _record(self, bs: int, rows: StaticKVCache) -> None:
+        """What a graph holds: one step's logits and their argmax, written into the static output buffers."""
+        ids = check_ids(self.input_ids[:bs], rows, n_new=1)  # [bs, 1]
+        logits = self.model(ids, rows, last_only=True)[:, -1]  # [bs, V]
+        self.logits[:bs] = logits
+        self.next_ids[:bs] = logits.argmax(dim=-1)
 
     def padded_size(self, n: int) -> int:
         """The recorded batch size a batch of n rows runs as: the smallest one at least n."""
@@ -135,14 +148,23 @@ class CudaGraphDecoder:
     @torch.no_grad()
     def __call__(self, ids: torch.Tensor) -> torch.Tensor:
         """The next greedy ids [n] for the last ids [n] (or [n, 1]) of n rows; on the device."""
+        return self.step(ids)[1]
+
+    @torch.no_grad()
+    def step(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One decode step for the last ids [n] (or [n, 1]) of n rows: (the logits [n, V], their argmax [n]), on
+        the device. With graphs, the logits are a view of the graph's output buffer: the next step overwrites
+        them, so use them (sample from them) before the next call."""
         n = ids.shape[0] if isinstance(ids, torch.Tensor) and ids.dim() >= 1 else None
         if n is None:
             raise ValueError(f"token ids must be a LongTensor [n] or [n, 1], got {ids!r}")
         bs = self.padded_size(n)
         if not self.graphs:
-            return decode_step(self.model, ids, self.cache.rows(n))  # [n]
+            ids = check_ids(ids, self.cache.rows(n), n_new=1)  # [n, 1]
+            logits = self.model(ids, self.cache.rows(n), last_only=True)[:, -1]  # [n, V]
+            return logits, logits.argmax(dim=-1)
         ids = check_ids(ids, self.cache.rows(n), n_new=1)  # [n, 1]
         self.input_ids[:n].copy_(ids)  # in place: the graph reads these addresses
         self.graphs[bs].replay()
         self.cache.root._filled += 1  # the replay moved the device's length; the host count follows
-        return self.next_ids[:n].clone()  # [n]
+        return self.logits[:n], self.next_ids[:n].clone()  # [n, V], [n]
