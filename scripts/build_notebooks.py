@@ -170,6 +170,12 @@ def main() -> None:
         sources = [s for s in sources if s.name.startswith(tuple(args.prefixes))]
     if not sources:
         sys.exit("no notebook sources matched")
+    if not no_run:
+        # the bundled model converted before any chapter runs: a first conversion inside a chapter would be saved
+        # with its progress bars, which a later run (warm cache) does not print, and nbval would fail on them
+        import teachllm
+
+        teachllm.load(progress=False)
     for src in sources:
         for lang in args.lang or LANGUAGES:
             name = src.stem if lang == "en" else f"{lang}/{src.stem}"

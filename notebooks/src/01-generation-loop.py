@@ -70,7 +70,7 @@ pipeline_figure(stages)
 # %%
 notes_call = lm.generate(prompt, tl.SamplingParams(max_tokens=100, temperature=0.8, top_p=0.9, seed=0))
 print(repr(notes_call.text))
-print(f"{len(notes_call.token_ids)} tokens, finished because: {notes_call.finish_reason}")
+print(viz.tr("{n} tokens, finished because: {reason}", n=len(notes_call.token_ids), reason=notes_call.finish_reason))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.2 Stage 1 — tokenize
@@ -167,11 +167,11 @@ print(repr(result.text), "| finish reason:", result.finish_reason)
 
 # %%
 params = tl.SamplingParams(temperature=0, max_tokens=32)
-print(f"{'step':>4}  {'phase':<8} {'token':<12} {'p':>6}  {'cache length':>12}")
+print(viz.tr("step  phase    token             p  cache length"))
 for step in tl.generation_steps(lm, [ids], params):
     token = step.tokens[0]
     p = torch.softmax(step.logits[0].float(), -1)[token]
-    print(f"{step.index + 1:>4}  {step.phase:<8} {lm.tokenizer.token_text(token)!r:<12} {float(p):>6.3f}  "
+    print(f"{step.index + 1:>4}  {viz.pad(viz.tr(step.phase), 8)} {lm.tokenizer.token_text(token)!r:<12} {float(p):>6.3f}  "
           f"{step.cache.length:>12}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -195,12 +195,14 @@ for step in tl.generation_steps(lm, [ids], params):
 
 # %% tags=["nbval-ignore-output"]
 m = result.metrics
-print(f"prompt tokens: {m.n_prompt_tokens}, output tokens: {m.n_output_tokens}")
-print(f"TTFT                  {m.ttft_s * 1e3:7.1f} ms   (prefill of {m.n_prompt_tokens} tokens + choosing one)")
-print(f"time per output token {m.tpot_s * 1e3:7.1f} ms   (one decode step)")
-print(f"end-to-end latency    {m.e2e_s * 1e3:7.1f} ms   = TTFT + {m.n_output_tokens - 1} × TPOT")
-print(f"tokens/s              {m.tokens_per_s:7.1f}   = {m.n_output_tokens} output tokens ÷ end-to-end latency")
-print(f"decode rate           {1 / m.tpot_s:7.1f}   = 1 ÷ TPOT, tokens per second after the first")
+n_in, n_out = m.n_prompt_tokens, m.n_output_tokens
+print(viz.tr("prompt tokens: {n_in}, output tokens: {n_out}", n_in=n_in, n_out=n_out))
+print(viz.tr("TTFT                  {ms:7.1f} ms   (prefill of {n_in} tokens + choosing one)", ms=m.ttft_s * 1e3, n_in=n_in))
+print(viz.tr("time per output token {ms:7.1f} ms   (one decode step)", ms=m.tpot_s * 1e3))
+print(viz.tr("end-to-end latency    {ms:7.1f} ms   = TTFT + {steps} × TPOT", ms=m.e2e_s * 1e3, steps=n_out - 1))
+print(viz.tr("tokens/s              {rate:7.1f}   = {n_out} output tokens ÷ end-to-end latency", rate=m.tokens_per_s,
+             n_out=n_out))
+print(viz.tr("decode rate           {rate:7.1f}   = 1 ÷ TPOT, tokens per second after the first", rate=1 / m.tpot_s))
 assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_s  # the definition
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

@@ -89,7 +89,7 @@ print("SmolLM2 vocabulary size:", tok.vocab_size)
 
 # %%
 print("SmolLM2's BOS token:", tok.bos_token_id, tok.pieces([tok.bos_token_id]))
-print("Does encode put it first?", tok.encode("Hi")[0] == tok.bos_token_id)
+print(viz.tr("Does encode put it first?"), tok.encode("Hi")[0] == tok.bos_token_id)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.3 Special tokens and the chat template
@@ -119,10 +119,10 @@ print(prompt)
 
 # %%
 ids = tok.encode(prompt)
-print(f"{len(ids)} ids; the special ones are marked with *")
+print(viz.tr("{n} ids; the special ones are marked with *", n=len(ids)))
 print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
 print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
-print("decoded without special tokens:", repr(tok.decode(ids, skip_special_tokens=True)))
+print(viz.tr("decoded without special tokens:"), repr(tok.decode(ids, skip_special_tokens=True)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made

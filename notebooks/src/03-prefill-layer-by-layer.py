@@ -123,7 +123,7 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 # %%
 print(tok.pieces([ids[1], ids[8]]), "same id:", ids[1] == ids[8])
 print("same embedding vector:", torch.equal(stages[0].output[0, 1], stages[0].output[0, 8]))
-print("same vector after layer 0:", torch.equal(stages[1].output[0, 1], stages[1].output[0, 8]))
+print(viz.tr("same vector after layer 0:"), torch.equal(stages[1].output[0, 1], stages[1].output[0, 8]))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.3 Inside one layer
@@ -158,7 +158,7 @@ meaning = {
     "resid_out": "resid_mid + mlp_out                  [B, S, h]",
 }
 for name, text in meaning.items():
-    print(f"{name:<10}{str(tuple(getattr(t, name).shape)):<17}{text}")
+    print(f"{name:<10}{str(tuple(getattr(t, name).shape)):<17}{viz.tr(text)}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Grouped-query attention shows in the shapes: there are **9** query heads but only **3** key and value
@@ -215,7 +215,7 @@ for i in range(S):
                                         for j, x in enumerate(pattern[i])))
 assert torch.allclose(pattern.float().sum(-1), torch.ones(S, device=lm.device), atol=tol.rtol)
 prev = torch.stack([pattern[i, i - 1] for i in range(1, S)])
-print(f"mean attention on the previous token: {float(prev.mean()):.3f}")
+print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev.mean())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # In all rows but one (the `.`, which looks at itself) the largest weight sits one place left of the
@@ -242,7 +242,7 @@ my_out = my_probs @ v_h  # [S, d]: this head's output for every token
 
 torch.testing.assert_close(my_scores, t.scores[0, head])
 torch.testing.assert_close(my_probs, t.probs[0, head])
-print("scores and probabilities by hand = the trace's")
+print(viz.tr("scores and probabilities by hand = the trace's"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The trace keeps the layer's output after the output projection `o_proj`, which mixes all 9 heads. So we
@@ -270,17 +270,17 @@ print("o_proj(all 9 heads) = the trace's attn_out:", tuple(t.attn_out.shape))
 print("lm.forward:", tuple(full_logits.shape), "  lm.prefill:", tuple(logits.shape))
 assert (full_logits[0, -1] - logits[0]).abs().max() < tol.logits
 assert tol.same_choice(full_logits[0, -1], logits[0])
-print(f"last row of forward = prefill's logits (within {tol.text('logits')})")
+print(viz.tr("last row of forward = prefill's logits (within {tol})", tol=tol.text("logits")))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The other rows are the predictions for tokens we already have. They are what training uses (every
 # position is a training example), but generation has no use for them:
 
 # %%
-print(f"{'pos':>3}  {'token':<11}{'model predicts next':<21}{'actual next'}")
+print(viz.tr("pos  token      model predicts next  actual next"))
 for i in range(S):
     guess = tok.token_text(int(full_logits[0, i].argmax()))
-    actual = repr(tok.token_text(ids[i + 1])) if i + 1 < S else "(to generate)"
+    actual = repr(tok.token_text(ids[i + 1])) if i + 1 < S else viz.tr("(to generate)")
     print(f"{i:>3}  {names[i]:<11}{guess!r:<21}{actual}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -299,7 +299,7 @@ for n_tokens in lengths:
     print(f"prompt of {n_tokens:>5} tokens: LM head {every.lm_head / 1e9:8.2f} → {engine.lm_head / 1e9:.3f} GFLOP; "
           f"saves {saved / 1e9:8.2f} GFLOP = {share[n_tokens]:.0%} of forward's work "
           f"(attention is {every.attention_fraction:.0%})")
-print(f"one position through the LM head: 2·h·V = {2 * cfg.hidden_size * cfg.vocab_size:,} FLOPs")
+print(viz.tr("one position through the LM head: 2·h·V = {flops:,} FLOPs", flops=2 * cfg.hidden_size * cfg.vocab_size))
 assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share falls as the prompt grows
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

@@ -69,7 +69,7 @@ def same(a, b, atol=tol.logits):
 
 layer, head = 1, 2
 a, b = short_trace.layers[layer], long_trace.layers[layer]
-print(f"layer {layer}: {'capture':<10}{'shape with 12 → 13 tokens':<36}old rows the same?")
+print(viz.tr("layer {layer}: capture   shape with 12 → 13 tokens           old rows the same?", layer=layer))
 for name in ("resid_in", "attn_out", "mlp_out", "resid_out"):  # [B, S, h]: rows on dim 1
     x, y = getattr(a, name), getattr(b, name)
     print(f"{'':>9}{name:<10}{str(tuple(x.shape)) + ' → ' + str(tuple(y.shape)):<36}{same(x, y[:, :S])}")
@@ -81,8 +81,8 @@ for name in ("scores", "probs"):  # [B, n_h, S, T]: old rows, old columns
     print(f"{'':>9}{name:<10}{str(tuple(x.shape)) + ' → ' + str(tuple(y.shape)):<36}{same(x, y[:, :, :S, :S])}")
 print(f"{'':>9}{'logits':<10}{str(tuple(short_logits.shape)) + ' → ' + str(tuple(long_logits.shape)):<36}"
       f"{same(short_logits, long_logits[:, :S], atol=tol.steps)}")
-print("new column (key 12) in the old rows: scores all -inf:", bool(b.scores[0, :, :S, S].isinf().all()),
-      "| probs all 0:", bool((b.probs[0, :, :S, S] == 0).all()))
+print(viz.tr("new column (key 12) in the old rows: scores all -inf:"), bool(b.scores[0, :, :S, S].isinf().all()),
+      viz.tr("| probs all 0:"), bool((b.probs[0, :, :S, S] == 0).all()))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the
@@ -197,7 +197,7 @@ prefill_trace = tl.Trace()
 logits = lm.prefill(ids, cache, trace=prefill_trace)
 print(cache)
 print("cache.k:", tuple(cache.k.shape), "= [L, B, n_kv, max_len, d]")
-print("cache.keys(1):", tuple(cache.keys(1).shape), "= [B, n_kv, length, d]: the filled slots of layer 1")
+print("cache.keys(1):", tuple(cache.keys(1).shape), viz.tr("= [B, n_kv, length, d]: the filled slots of layer 1"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # What the cache holds is exactly the K (after RoPE) and V each layer computed during prefill, and the same
@@ -381,17 +381,21 @@ def one_cached_step():
 
 t_redo = tl.timing.timed(lambda: lm.prefill(seq, lm.new_cache(max_len=T)), lm.device, reps=5)
 t_step = tl.timing.timed(one_cached_step, lm.device, reps=5)
-print(f"without a cache {t_redo * 1e3:.0f} ms, with it {t_step * 1e3:.0f} ms: {t_redo / t_step:.1f}× the time "
-      f"for {redo.flops / step.flops:.1f}× the FLOPs")
+time_ratio, flop_ratio, byte_ratio = t_redo / t_step, redo.flops / step.flops, redo.bytes / step.bytes
+print(f"without a cache {t_redo * 1e3:.0f} ms, with it {t_step * 1e3:.0f} ms: {time_ratio:.1f}× the time "
+      f"for {flop_ratio:.1f}× the FLOPs")
+nearer = "bytes" if abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio) else "FLOP"
+print(viz.tr(f"on this machine the time ratio is nearer the {nearer} ratio"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The time ratio lands far closer to the bytes ratio than to the FLOP ratio.
-# At this length a step is **memory-bound**: the processor spends its time waiting
-# for the weights to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in
-# that wait almost for free. That is why the cache matters less for a short chat on a CPU than its FLOP
-# count suggests, and more as the sequence grows: the rerun's FLOPs grow with every token until
-# compute, not memory, is the limit (the first table: 100 tokens after a 1,000-token prompt). Chapter 10
-# draws this as a roofline.
+# Where the time ratio lands tells you what limits this machine at this length; the cell above prints which.
+# Near the bytes ratio, a step is **memory-bound**: the processor spends its time waiting for the weights
+# to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in that wait almost
+# for free. Then the cache matters less for a short chat than its FLOP count suggests. Near the FLOP ratio,
+# the arithmetic itself is the limit: this processor needs longer for the rerun's work than for one read of
+# the weights. Either way the cache matters more as the sequence grows: the rerun's FLOPs grow with every
+# token until compute, not memory, is the limit (the first table: 100 tokens after a 1,000-token prompt).
+# Chapter 10 draws this as a roofline.
 #
 # ## 4.5 Watching the cache grow
 #

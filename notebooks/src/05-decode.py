@@ -64,7 +64,7 @@ print(f"decode step fed {tok.token_text(token)!r} → {tok.token_text(int(next_l
 
 # %%
 t = trace.layers[layer]
-print("position of the new token:", trace.positions.tolist(), "(RoPE rotates by this)")
+print(viz.tr("position of the new token:"), trace.positions.tolist(), viz.tr("(RoPE rotates by this)"))
 print("mask:", tuple(trace.mask.shape), "all True:", bool(trace.mask.all()))
 for name in ("resid_in", "q", "k", "v", "scores", "probs", "attn_out"):
     print(f"  {name:<9}{tuple(getattr(t, name).shape)}")
@@ -255,9 +255,9 @@ explorer
 # %%
 params = tl.SamplingParams(temperature=0, max_tokens=8)
 records = [step_record(step, labeller(tok)) for step in tl.generation_steps(lm, [ids], params)]
-print(f"{'step':>4}  {'phase':<8}{'token':<11}{'p':>6}  {'cache length':>12}")
+print(viz.tr("step  phase   token           p  cache length"))
 for r in records:
-    print(f"{r.index:>4}  {r.phase:<8}{r.label:<11}{r.candidates[0][2]:>6.3f}  {r.cache_length:>12}")
+    print(f"{r.index:>4}  {viz.pad(viz.tr(r.phase), 8)}{r.label:<11}{r.candidates[0][2]:>6.3f}  {r.cache_length:>12}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # `step_figure` draws one step's candidates, the chosen one in red.

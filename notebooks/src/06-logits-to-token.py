@@ -78,11 +78,12 @@ for name, logits in (("sure", sure), ("open", open_)):
 
 # %%
 notes_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
-print("softmax of the four alone:", [round(p, 2) for p in notes_z.softmax(-1).tolist()])
+print(viz.tr("softmax of the four alone:"), [round(p, 2) for p in notes_z.softmax(-1).tolist()])
 normaliser = math.exp(2.3) / 0.30  # Σ exp(z) over the whole vocabulary, if p(2.3) = 0.30
 print("with Σ exp(z) =", round(normaliser, 1), "for the whole vocabulary:",
       [round(math.exp(z) / normaliser, 2) for z in notes_z.tolist()])
-print(f"the tokens behind the '…' then hold {1 - float(notes_z.exp().sum()) / normaliser:.0%} of the probability")
+print(viz.tr("the tokens behind the '…' then hold {share:.0%} of the probability",
+             share=1 - float(notes_z.exp().sum()) / normaliser))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Back to the model's own logits. Softmax turns them into probabilities that sum to 1. Adding the same number to every logit changes
@@ -134,7 +135,7 @@ for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
 # summaries and question answering, T = 0.7–1.3 for creative writing and brainstorming.
 
 # %%
-print(f"{'T':>6} {'entropy':>8}  most likely tokens")
+print(viz.tr("     T  entropy  most likely tokens"))
 for T in (0.1, 0.3, 0.5, 0.7, 1.0, 1.3, 2.0, 5.0, 100.0):
     scaled = sampling.apply_temperature(open_, T)  # logits / T
     print(f"{T:>6} {viz.data.entropy_bits(scaled):>8.3f}  {top_tokens(scaled, 4)}")
@@ -237,7 +238,7 @@ print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolis
 
 # %%
 tied = torch.tensor([0.40, 0.20, 0.15, 0.15, 0.10]).log()
-print("k = 3 with a tie at the boundary keeps", int(sampling.apply_top_k(tied, 3).isfinite().sum()), "tokens")
+print(viz.tr("k = 3 with a tie at the boundary keeps {n} tokens", n=int(sampling.apply_top_k(tied, 3).isfinite().sum())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The weakness of top-k is that k is fixed. On the live logits, the same k keeps most of the probability
@@ -292,7 +293,8 @@ for p in (0.3, 0.5, 0.75, 0.9, 0.96):
 for p in (0.5, 0.9, 0.95):
     n_sure = int(sampling.apply_top_p(sure, p).isfinite().sum())
     n_open = int(sampling.apply_top_p(open_, p).isfinite().sum())
-    print(f"top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}")
+    print(viz.tr("top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}", p=p, n_sure=n_sure,
+                 n_open=n_open))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Top-p sees the distribution *after* temperature, so the two are coupled. The lecture's advice is to fix
@@ -347,7 +349,7 @@ hf_out = hf_processors(torch.tensor([open_ids], device=lm.device), open_[None].c
 ours = sampling.process_logits(open_, tl.SamplingParams(**settings), open_ids, [])  # [V]
 assert torch.equal(hf_out.isfinite(), ours.isfinite())
 assert torch.allclose(hf_out[ours.isfinite()], ours[ours.isfinite()], atol=1e-5)
-print(f"same {int(ours.isfinite().sum())} surviving tokens, same logits: {top_tokens(ours, 5)}")
+print(viz.tr("same {n} surviving tokens, same logits: {top}", n=int(ours.isfinite().sum()), top=top_tokens(ours, 5)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **Top-k and top-p together** (the lecture's "top-k + top-p sampling"). transformers applies top-k first,

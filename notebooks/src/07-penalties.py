@@ -106,7 +106,7 @@ print("top 5 logits:", show_top(logits))
 r = 1.2
 seen = sorted(set(history))  # each seen token is penalised once, however often it occurred
 by_hand = logits.clone()
-print(f"{'token':<12}{'logit':>8}{'after':>8}{'loss':>8}")
+print(viz.tr("token          logit   after    loss"))
 for j in seen:
     before = float(logits[j])
     by_hand[j] = logits[j] / r if logits[j] > 0 else logits[j] * r

@@ -110,7 +110,7 @@ for step in steps[:-1]:
     beam = step.running[0]
     by_hand = sum(token_logprobs(prompt_ids, beam.token_ids))
     assert abs(by_hand - beam.score) < tol.logprob, (by_hand, beam.score)
-print("every best beam's score = the sum of its tokens' log-probabilities")
+print(viz.tr("every best beam's score = the sum of its tokens' log-probabilities"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The same steps as a tree (`beam_tree_figure`): one column per generated token, one node for every beam
@@ -120,7 +120,7 @@ print("every best beam's score = the sum of its tokens' log-probabilities")
 # %%
 tree = beam_tree(steps, labeller(tok))
 best = [n for n in tree if n.kept_to_end]
-print(f"{len(tree)} nodes; the best path: {tok.decode(list(best[-1].ids))!r}")
+print(viz.tr("{n} nodes; the best path: {path!r}", n=len(tree), path=tok.decode(list(best[-1].ids))))
 assert list(best[-1].ids) == lm.generate(prompt_ids, params).token_ids
 beam_tree_figure(tree)
 

@@ -17,6 +17,7 @@
 import torch
 
 import teachllm as tl
+from teachllm import viz
 
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
@@ -127,7 +128,8 @@ texts = [tok.token_text(i) for i in answer.token_ids]
 print("tokens:", "|".join(texts))
 i = texts.index(" France")
 stop = texts[i][-4:] + texts[i + 1][:3]  # 'ance' + ' is'
-print(f"stop string: {stop!r}, made of the end of {texts[i]!r} and the start of {texts[i + 1]!r}")
+print(viz.tr("stop string: {stop!r}, made of the end of {a!r} and the start of {b!r}", stop=stop, a=texts[i],
+             b=texts[i + 1]))
 
 # %%
 for include in (False, True):

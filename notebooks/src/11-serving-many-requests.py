@@ -79,7 +79,7 @@ print(f"batch 1: {flops_per_weight:.2f} FLOPs per weight")
 # %% tags=["nbval-ignore-output"]
 rows = decode_throughput(lm, batch_sizes=(1, 2, 4, 8, 16, 32), steps=4, context=32, reps=3)
 one = rows[0]["tokens_per_s"]
-print(f"{'batch':>5} {'ms per step':>12} {'decode rate':>12} {'× batch 1':>10}")
+print(viz.tr("batch  ms per step  decode rate  × batch 1"))
 for r in rows:
     print(f"{r['batch']:>5} {r['ms_per_step']:>12.1f} {r['tokens_per_s']:>12.1f} {r['tokens_per_s'] / one:>10.1f}")
 
@@ -205,7 +205,7 @@ for policy in ("static", "continuous"):
     engine = ServingEngine(lm, ServingConfig(policy=policy, max_num_seqs=4))
     runs[policy] = engine.run(workload.prompts, workload.params)
 assert [o.token_ids for o in runs["static"].outputs] == [o.token_ids for o in runs["continuous"].outputs]
-print("both policies give every request the same tokens")
+print(viz.tr("both policies give every request the same tokens"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The timeline of each run: one row per request, one column per iteration. Grey: the request is waiting;
@@ -243,8 +243,7 @@ print(describe_iteration(joined))
 # first token — TTFT — or its last token — latency). Iterations do not depend on the machine's speed:
 
 # %%
-print(f"{'':<11}{'iterations':>11}{'forward calls':>14}{'short: TTFT':>13}{'short: latency':>15}"
-      f"{'long: TTFT':>12}{'long: latency':>14}")
+print(viz.tr("            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency"))
 for policy, run in runs.items():
     short, long = run.summary(workload.short_ids), run.summary(workload.long_ids)
     print(f"{policy:<11}{run.iterations:>11}{run.forward_calls:>14}"
@@ -306,7 +305,7 @@ def long_prompt_joins(chunked: bool, budget: int = 32):
 chunk_runs = {"whole prompt": long_prompt_joins(False), "chunked, budget 32": long_prompt_joins(True)}
 assert [o.token_ids for o in chunk_runs["whole prompt"].outputs] == \
     [o.token_ids for o in chunk_runs["chunked, budget 32"].outputs]
-print(f"{'':<20}{'iterations':>11}{'most tokens in one iteration':>30}{'long prompt: TTFT (iterations)':>32}")
+print(viz.tr("                     iterations  most tokens in one iteration  long prompt: TTFT (iterations)"))
 for name, run in chunk_runs.items():
     long = run.requests[-1]
     print(f"{name:<20}{run.iterations:>11}{max(r.num_tokens for r in run.timeline):>30}"

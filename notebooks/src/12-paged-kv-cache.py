@@ -161,7 +161,7 @@ lm.prefill(ids, contiguous)
 bs, table = pool.block_size, c.block_table
 slots = [table[p // bs] * bs + p % bs for p in range(len(ids))]
 assert slots == pool.slots(table, torch.arange(len(ids))).tolist()  # the formula is the pool's own mapping
-print(f"{'p':>2} {'token':<12} {'logical':>7} {'physical':>8} {'offset':>6} {'slot':>4}")
+print(viz.tr(" p token        logical physical offset slot"))
 for p, (token, slot) in enumerate(zip(tok.pieces(ids), slots, strict=True)):
     print(f"{p:>2} {token!r:<12} {p // bs:>7} {table[p // bs]:>8} {p % bs:>6} {slot:>4}")
 for layer in range(lm.config.n_layers):
@@ -169,7 +169,7 @@ for layer in range(lm.config.n_layers):
     flat_v = pool.v[layer].flatten(0, 1)
     torch.testing.assert_close(flat_k[slots], contiguous.keys(layer)[0].transpose(0, 1), atol=tol.values, rtol=0)
     torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=tol.values, rtol=0)
-print("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's")
+print(viz.tr("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # To attend, the decoder needs a request's keys in order. `PagedBatch.write` gathers them through the slot
@@ -229,18 +229,19 @@ BlockTableView(run, start=1, columns=14)
 tables = {r.index: r.block_tables for r in run.timeline}
 growth = [(i, len(t["tables"][2])) for i, t in tables.items() if 2 in t["tables"]]
 changes = [(i, n) for k, (i, n) in enumerate(growth) if k == 0 or n != growth[k - 1][1]]
-print("request 2's blocks after iteration:", ", ".join(f"{i} → {n}" for i, n in changes))
+print(viz.tr("request 2's blocks after iteration:"), ", ".join(f"{i} → {n}" for i, n in changes))
 finish = run.requests[0].finish_iteration
 last = tables[finish - 1]["tables"]
 own = sorted(set(last[0]).difference(*(t for rid, t in last.items() if rid != 0)))
-print(f"request 0 finished in iteration {finish}; the blocks only it held went back to the pool: {own}")
+print(viz.tr("request 0 finished in iteration {finish}; the blocks only it held went back to the pool: {own}",
+             finish=finish, own=own))
 for block in own:
     later = [(i, rid) for i, t in tables.items() if i > finish for rid, table in t["tables"].items() if block in table]
-    print(f"  block {block:>2}: " + (f"next held by request {later[0][1]} from iteration {later[0][0]}" if later
-                                     else "not needed again"))
+    print(viz.tr("  block {block:>2}: next held by request {rid} from iteration {i}", block=block, rid=later[0][1],
+                 i=later[0][0]) if later else viz.tr("  block {block:>2}: not needed again", block=block))
 joined = run.requests[3].first_iteration
-print(f"request 3 (joined in iteration {joined}): table {tables[joined]['tables'][3]}, "
-      f"{run.requests[3].num_cached_tokens} prompt tokens found in the cache")
+print(viz.tr("request 3 (joined in iteration {joined}): table {table}, {n} prompt tokens found in the cache",
+             joined=joined, table=tables[joined]["tables"][3], n=run.requests[3].num_cached_tokens))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 12.4 Fragmentation: allocated against used
@@ -256,12 +257,13 @@ usage = slot_usage(run)
 fragmentation_figure(usage)
 
 # %%
-print(f"{'iteration':>9} {'running':>7} {'used':>5} {'paged':>6} {'contiguous':>10}")
+print(viz.tr("iteration running  used  paged contiguous"))
 for u in usage[::4]:
     print(f"{u.iteration:>9} {u.running:>7} {u.slots_used:>5} {u.slots_allocated:>6} {u.slots_reserved:>10}")
 busy = [u for u in usage if u.running]
-print(f"mean over {len(busy)} iterations: paged wastes {sum(u.paged_waste for u in busy) / len(busy):.1%} of what it "
-      f"allocates, contiguous reservations {sum(u.contiguous_waste for u in busy) / len(busy):.1%}")
+print(viz.tr("mean over {n} iterations: paged wastes {paged:.1%} of what it allocates, contiguous reservations {contiguous:.1%}",
+             n=len(busy), paged=sum(u.paged_waste for u in busy) / len(busy),
+             contiguous=sum(u.contiguous_waste for u in busy) / len(busy)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Three requests stop early at `<|im_end|>` (8 to 12 tokens of the 32 allowed), so their reservations are

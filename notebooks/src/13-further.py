@@ -88,8 +88,8 @@ for run in runs:
         print(f"request {stats.request_id}: {stats.prompt_len} prompt tokens, {stats.num_cached_tokens:>2} found in "
               f"the cache, {prefilled} computed")
 manager = engine.block_manager
-print(f"prefix-cache hit rate: {manager.num_hit_tokens} of {manager.num_queried_tokens} prompt tokens looked up "
-      f"= {manager.prefix_hit_rate:.1%}")
+print(viz.tr("prefix-cache hit rate: {hit} of {queried} prompt tokens looked up = {rate:.1%}",
+             hit=manager.num_hit_tokens, queried=manager.num_queried_tokens, rate=manager.prefix_hit_rate))
 print("block 0 of the first request is in the cache under its name:", h0 in manager.hash_to_block)
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -167,7 +167,7 @@ blend_quality_figure(rows)
 context = sum(chunks, [])
 hkvd = blend(lm, [precompute_chunk(lm, c) for c in chunks], ratio=0.15)
 starts = {sum(len(c) for c in chunks[:i]): i + 1 for i in range(len(chunks))}
-print(f"{len(hkvd.selected)} of {len(context)} tokens recomputed in layers 2–29:")
+print(viz.tr("{n} of {total} tokens recomputed in layers 2–29:", n=len(hkvd.selected), total=len(context)))
 print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in starts
                else repr(tok.token_text(context[p])) for p in hkvd.selected))
 
@@ -198,7 +198,7 @@ print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in s
 prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Explain why the sky is blue."}]))
 drafts = {"first 24 layers": 24, "first 29 layers": 29, "layers 0–9 and 20–29": list(range(10)) + list(range(20, 30))}
 spec = acceptance_table(lm, prompt, max_tokens=12, drafts=tuple(drafts.values()), gammas=(3,))
-print(f"{'draft':<22}{'accepted/proposed':>18}{'tokens per target call':>24}{'= greedy output':>17}")
+print(viz.tr("draft                  accepted/proposed  tokens per target call  = greedy output"))
 for name, r in zip(drafts, spec, strict=True):
     assert r["same_as_greedy"]
     print(f"{name:<22}{r['acceptance_rate']:>18.2f}{r['tokens_per_target_call']:>24.2f}{str(r['same_as_greedy']):>17}")
@@ -283,10 +283,11 @@ print(f"1024 tokens: {int8_cache.bytes_allocated / 2**20:.1f} MiB in int8 agains
 
 # %% tags=["nbval-ignore-output"]
 result = int8_error(lm, prompt, n_decode=16)
-print(f"max |logit difference| {result['max_abs_logit_diff']:.2f} (logits are of size ≈ 20), mean KL "
-      f"{result['mean_kl']:.4f}, same top-1 token in {result['top1_agreement']:.0%} of the steps")
-print(f"free-running int8 greedy decode: the same tokens as {dtype} for {result['greedy_tokens_identical']} "
-      f"of {result['n_decode']} steps")
+print(viz.tr("max |logit difference| {diff:.2f} (logits are of size ≈ 20), mean KL {kl:.4f}, same top-1 token in "
+             "{agree:.0%} of the steps", diff=result["max_abs_logit_diff"], kl=result["mean_kl"],
+             agree=result["top1_agreement"]))
+print(viz.tr("free-running int8 greedy decode: the same tokens as {dtype} for {same} of {n} steps", dtype=dtype,
+             same=result["greedy_tokens_identical"], n=result["n_decode"]))
 assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01  # on every CPU we ran it on
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

@@ -252,4 +252,93 @@ ZH: dict[str, str] = {
     "user message (in the chat template):": "用户消息（放进对话模板）：",
     "The book shows what was measured when its notebooks were built; run this chapter's notebook to measure your own "
     "machine.": "书里显示的是构建笔记本时测得的结果；要测你自己的机器，请运行本章的笔记本。",
+    # ---- the chapters' printed lines and table headers (notebooks/src; tests/test_zh_outputs.py)
+    "{n} tokens, finished because: {reason}": "{n} 个 token，结束原因：{reason}",
+    "prompt tokens: {n_in}, output tokens: {n_out}": "提示词 token 数：{n_in}，输出 token 数：{n_out}",
+    "TTFT                  {ms:7.1f} ms   (prefill of {n_in} tokens + choosing one)":
+        "TTFT                  {ms:7.1f} ms   （预填充 {n_in} 个 token，再选出第一个）",
+    "time per output token {ms:7.1f} ms   (one decode step)": "每 token 输出延迟      {ms:7.1f} ms   （一个解码步）",
+    "end-to-end latency    {ms:7.1f} ms   = TTFT + {steps} × TPOT":
+        "端到端延迟            {ms:7.1f} ms   = TTFT + {steps} × TPOT",
+    "tokens/s              {rate:7.1f}   = {n_out} output tokens ÷ end-to-end latency":
+        "tokens/s              {rate:7.1f}   = {n_out} 个输出 token ÷ 端到端延迟",
+    "decode rate           {rate:7.1f}   = 1 ÷ TPOT, tokens per second after the first":
+        "解码速率              {rate:7.1f}   = 1 ÷ TPOT，第一个 token 之后每秒生成的 token 数",
+    "Does encode put it first?": "encode 会把它放在最前面吗？",
+    "{n} ids; the special ones are marked with *": "{n} 个 id；特殊 token 的 id 标有 *",
+    "decoded without special tokens:": "去掉特殊 token 后反分词的结果：",
+    "position of the new token:": "新 token 的位置：",
+    "(RoPE rotates by this)": "（RoPE 按这个位置旋转）",
+    "every best beam's score = the sum of its tokens' log-probabilities":
+        "每一步最好的束，得分 = 其各 token 对数概率之和",
+    "{n} nodes; the best path: {path!r}": "{n} 个节点；最好的路径：{path!r}",
+    "stop string: {stop!r}, made of the end of {a!r} and the start of {b!r}":
+        "停止字符串：{stop!r}，由 {a!r} 的末尾和 {b!r} 的开头拼成",
+    "residual stream entering the layer  [B, S, h]": "进入这一层的残差流                   [B, S, h]",
+    "queries of each token, after RoPE     [B, n_h, S, d]": "每个 token 的查询，已施加 RoPE       [B, n_h, S, d]",
+    "keys, after RoPE (what the cache keeps) [B, n_kv, S, d]": "键，已施加 RoPE（缓存保存的就是它）  [B, n_kv, S, d]",
+    "values (what the cache keeps)         [B, n_kv, S, d]": "值（缓存也保存它）                   [B, n_kv, S, d]",
+    "q·kᵀ/√d, −inf where the mask forbids  [B, n_h, S, S]": "q·kᵀ/√d，掩码禁止处为 −inf           [B, n_h, S, S]",
+    "softmax of the scores: the pattern   [B, n_h, S, S]": "分数的 softmax：注意力模式           [B, n_h, S, S]",
+    "attention output after o_proj       [B, S, h]": "经过 o_proj 的注意力输出             [B, S, h]",
+    "SwiGLU MLP output                    [B, S, h]": "SwiGLU MLP 的输出                    [B, S, h]",
+    "same vector after layer 0:": "经过第 0 层后向量是否相同：",
+    "mean attention on the previous token: {mean:.3f}": "对前一个 token 的平均注意力：{mean:.3f}",
+    "scores and probabilities by hand = the trace's": "手算的分数和概率 = 追踪记录里的",
+    "last row of forward = prefill's logits (within {tol})":
+        "forward 的最后一行 = prefill 返回的 logits（误差在 {tol} 以内）",
+    "pos  token      model predicts next  actual next": "位置 token      模型预测的下一个     实际的下一个",
+    "(to generate)": "（尚待生成）",
+    "one position through the LM head: 2·h·V = {flops:,} FLOPs": "一个位置经过 LM head：2·h·V = {flops:,} FLOPs",
+    "resid_in + attn_out                  [B, S, h]": "resid_in + attn_out（第一次残差相加）[B, S, h]",
+    "resid_mid + mlp_out                  [B, S, h]": "resid_mid + mlp_out（第二次残差相加）[B, S, h]",
+    "layer {layer}: capture   shape with 12 → 13 tokens           old rows the same?":
+        "第 {layer} 层：张量      12 → 13 个 token 时的形状           旧行相同吗？",
+    "on this machine the time ratio is nearer the bytes ratio": "在这台机器上，时间比更接近字节比",
+    "on this machine the time ratio is nearer the FLOP ratio": "在这台机器上，时间比更接近 FLOP 比",
+    "new column (key 12) in the old rows: scores all -inf:": "旧行中新增的列（键 12）：分数全为 -inf：",
+    "| probs all 0:": "| 概率全为 0：",
+    "= [B, n_kv, length, d]: the filled slots of layer 1": "= [B, n_kv, length, d]：第 1 层已填充的槽位",
+    "softmax of the four alone:": "只对这四个做 softmax：",
+    "the tokens behind the '…' then hold {share:.0%} of the probability":
+        "于是 '…' 所代表的那些 token 占了 {share:.0%} 的概率",
+    "     T  entropy  most likely tokens": "     T       熵  最可能的 token",
+    "k = 3 with a tie at the boundary keeps {n} tokens": "k = 3，边界上有并列时保留 {n} 个 token",
+    "top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}":
+        "top-p {p}：“sure”提示词保留 {n_sure:>4} 个 token，“open”提示词保留 {n_open:>5} 个",
+    "same {n} surviving tokens, same logits: {top}": "留下的 {n} 个 token 相同，logits 也相同：{top}",
+    "batch  ms per step  decode rate  × batch 1": " 批次      每步 ms     解码速率 相对批次 1",
+    "both policies give every request the same tokens": "两种策略给每个请求生成的 token 都相同",
+    "            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency":
+        "              迭代次数  前向调用次数  短请求 TTFT     短请求延迟 长请求 TTFT    长请求延迟",
+    "                     iterations  most tokens in one iteration  long prompt: TTFT (iterations)":
+        "                       迭代次数       单次迭代最多的 token 数      长提示词：TTFT（迭代次数）",
+    " p token        logical physical offset slot": " p token         逻辑块   物理块   偏移 槽位",
+    "every layer: the key and value of position p are at slot(p), equal to the contiguous cache's":
+        "每一层中，位置 p 的键和值都在 slot(p) 处，与连续缓存中的相同",
+    "request 2's blocks after iteration:": "请求 2 在各次迭代之后的块数（迭代 → 块数）：",
+    "request 0 finished in iteration {finish}; the blocks only it held went back to the pool: {own}":
+        "请求 0 在第 {finish} 次迭代结束；只由它持有的块回到了池中：{own}",
+    "  block {block:>2}: next held by request {rid} from iteration {i}":
+        "  块 {block:>2}：从第 {i} 次迭代起由请求 {rid} 持有",
+    "  block {block:>2}: not needed again": "  块 {block:>2}：之后不再被用到",
+    "request 3 (joined in iteration {joined}): table {table}, {n} prompt tokens found in the cache":
+        "请求 3（在第 {joined} 次迭代加入）：块表 {table}，在缓存中找到 {n} 个提示词 token",
+    "iteration running  used  paged contiguous": "     迭代  运行中  已用   分页       连续",
+    "mean over {n} iterations: paged wastes {paged:.1%} of what it allocates, contiguous reservations {contiguous:.1%}":
+        "{n} 次迭代的平均：分页缓存浪费了所分配槽位的 {paged:.1%}，连续缓存的预留浪费了 {contiguous:.1%}",
+    "prefix-cache hit rate: {hit} of {queried} prompt tokens looked up = {rate:.1%}":
+        "前缀缓存命中率：查找的 {queried} 个提示词 token 中命中 {hit} 个 = {rate:.1%}",
+    "{n} of {total} tokens recomputed in layers 2–29:": "{total} 个 token 中有 {n} 个在第 2–29 层重算：",
+    "draft                  accepted/proposed  tokens per target call  = greedy output":
+        "草稿                       接受数/提议数 每次目标调用的 token 数       = 贪婪输出",
+    "max |logit difference| {diff:.2f} (logits are of size ≈ 20), mean KL {kl:.4f}, same top-1 token in "
+    "{agree:.0%} of the steps":
+        "logit 的最大差 {diff:.2f}（logits 本身的大小约为 20），平均 KL {kl:.4f}，"
+        "{agree:.0%} 的步骤选出相同的 top-1 token",
+    "free-running int8 greedy decode: the same tokens as {dtype} for {same} of {n} steps":
+        "让 int8 缓存独自做贪婪解码：{n} 步中有 {same} 步的 token 与 {dtype} 相同",
+    "token          logit   after    loss": "token          logit  处理后    减少",
+    "step  phase    token             p  cache length": "  步  阶段     token             p      缓存长度",
+    "step  phase   token           p  cache length": "  步  阶段    token           p      缓存长度",
 }
