@@ -21,6 +21,7 @@ from . import inputs
 from .cache import KVCache
 from .checkpoints.loading import (
     WEIGHTS,
+    ModelNotFoundError,
     build_model,
     checkpoint,
     gguf_device_dtype,
@@ -36,6 +37,10 @@ from .generate import generate, stream
 from .model import Stage, Trace, Transformer
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
+
+# a checkpoint folder (or .gguf file, or Hub id) that tl.load() loads instead of the bundled model: how a class
+# runs the chapters on a model of its own, e.g. a Chinese-capable Qwen2.5-0.5B-Instruct (book: lecturer's guide)
+MODEL_ENV = "TEACHLLM_MODEL"
 
 
 class LanguageModel:
@@ -191,8 +196,9 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
          progress: bool = True, weights: str = "float", kernel: str = "auto") -> LanguageModel:
     """Load a Llama-family checkpoint into teachllm's decoder.
 
-    name_or_path: None for the bundled SmolLM2-135M-Instruct; a local checkpoint folder; a .gguf file;
-    or a Hugging Face Hub id. device: "auto" (CUDA if present, else CPU), "cpu", "cuda", ...
+    name_or_path: None for the bundled SmolLM2-135M-Instruct (or what TEACHLLM_MODEL names, when it is set); a
+    local checkpoint folder; a .gguf file; or a Hugging Face Hub id.
+    device: "auto" (CUDA if present, else CPU), "cpu", "cuda", ...
     dtype: None (bfloat16 on a GPU, float32 on the CPU), or "float32" / "bfloat16" / "float16".
     weights: "float" (every matrix de-quantised to `dtype`: the reference) or "gguf" (a GGUF file's
     matrices kept in their shipped 4- and 8-bit blocks, multiplied on the CPU by the kernel chosen for it;
@@ -203,6 +209,8 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+    if name_or_path is None and os.environ.get(MODEL_ENV, "").strip():
+        name_or_path = os.environ[MODEL_ENV].strip()
     if kernel != kernels.AUTO and (weights != "gguf" or kernel not in kernels.KERNELS):
         raise ValueError(f"kernel={kernel!r}: kernel is 'auto' or one of {', '.join(kernels.KERNELS)}, and only "
                          "with weights='gguf'")
@@ -211,7 +219,13 @@ def load(name_or_path: str | os.PathLike | None = None, device: str | torch.devi
         device, dtype = gguf_device_dtype(device, dtype)
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
-    ckpt = checkpoint(name_or_path, progress=progress)
+    try:
+        ckpt = checkpoint(name_or_path, progress=progress)
+    except ModelNotFoundError as error:
+        if name_or_path != os.environ.get(MODEL_ENV, "").strip():
+            raise
+        raise ModelNotFoundError(f"{MODEL_ENV}={name_or_path!r} is set in the environment and tl.load() cannot read "
+                                 f"it (unset {MODEL_ENV} to load the bundled model): {error}") from None
     config = ModelConfig.from_pretrained(ckpt.folder)
     model = build_model(config, read_tensors(ckpt, progress=progress), device, dtype)
     if weights == "gguf":
