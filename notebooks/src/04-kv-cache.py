@@ -384,8 +384,10 @@ t_step = tl.timing.timed(one_cached_step, lm.device, reps=5)
 time_ratio, flop_ratio, byte_ratio = t_redo / t_step, redo.flops / step.flops, redo.bytes / step.bytes
 print(f"without a cache {t_redo * 1e3:.0f} ms, with it {t_step * 1e3:.0f} ms: {time_ratio:.1f}× the time "
       f"for {flop_ratio:.1f}× the FLOPs")
-nearer = "bytes" if abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio) else "FLOP"
-print(viz.tr(f"on this machine the time ratio is nearer the {nearer} ratio"))
+if abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio):
+    print(viz.tr("on this machine the time ratio is nearer the bytes ratio"))
+else:
+    print(viz.tr("on this machine the time ratio is nearer the FLOP ratio"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Where the time ratio lands tells you what limits this machine at this length; the cell above prints which.
