@@ -136,6 +136,50 @@ for r in (1.05, 1.2):
 # penalised hard enough that the model leaves the list format. The penalty cannot tell wanted
 # repetition from unwanted.
 #
+# **In Chinese.** The same penalty, on a request in Chinese: one sentence about spring (写一句关于春天的话。),
+# through the chat template. Greedy and without a penalty, the answer repeats the prompt's own word 春天 in a
+# loop; with the penalty, even at the lecture's starting value, the answer leaves Chinese altogether:
+
+# %%
+spring_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "写一句关于春天的话。"}]))
+for r in (1.0, 1.05, 1.3):
+    out = lm.generate(spring_ids, tl.SamplingParams(temperature=0, max_tokens=24, repetition_penalty=r))
+    print(f"r = {r}: {out.text!r}")
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The penalty broke the loop, but not the way it should. Two facts explain it. First, the tokenizer is
+# byte-level: a Chinese character is three bytes in UTF-8, and most characters of the question take two
+# tokens, a first piece and a one-byte tail. The next cell prints each character with its bytes and its
+# token ids (a piece that is not a whole character prints as `'�'`). A tail is shared by every character that
+# ends in the same byte: 句 and 春 end in the same one. Second, the repetition penalty counts the prompt. So
+# every piece of the question's characters is penalised, and through the shared tails, characters the
+# question never used. The cell after it looks at the answer's first token, without the penalty and with it:
+
+# %%
+for ch in "写一句关于春天的话。":  # each character, its UTF-8 bytes, its token ids
+    print(f"{ch}  {ch.encode().hex(' ')}  {tok.encode(ch)}")
+assert tok.encode("句")[-1] == tok.encode("春")[-1]  # one tail token, two characters
+
+# %%
+first = lm.forward(spring_ids)[0, -1]  # [V]: the logits of the answer's first token
+chinese = torch.tensor([any("\u4e00" <= c <= "\u9fff" or c == "\ufffd" for c in tok.token_text(i))
+                        for i in range(first.shape[0])], device=first.device)  # [V]: a character or a piece of one
+for r in (1.0, 1.05):
+    probs = apply_repetition_penalty(first, spring_ids, r).softmax(dim=-1)  # [V]
+    top = int(probs.argmax())
+    print(viz.tr("r = {r}: first choice {token!r} (id {id}, p = {p:.3f}); every Chinese piece together: {share:.3f}",
+                 r=r, token=tok.token_text(top), id=top, p=float(probs[top]), share=float(probs[chinese].sum())))
+    if r == 1.0:
+        assert top == tok.encode("春")[0] and top in spring_ids  # the first piece of 春, which the prompt holds
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Without the penalty, the model's first choice is the first piece of 春, the word the question is about (the
+# cell asserts that it is the token the prompt's 春 starts with). The penalty divides its logit, as it does the
+# logit of every token in the prompt, and an English opening, `The`, takes its place; the probability of all
+# Chinese pieces together drops as well. Where an answer reuses the question's words, and characters share
+# their pieces, the repetition penalty cannot tell an answer from an echo. The presence and frequency
+# penalties below count the output only, so they leave the question's characters alone.
+#
 # ## 7.3 Presence and frequency penalties (output only)
 #
 # These come from the OpenAI API; vLLM implements them. Let $c_j$ be how often token $j$ occurs in the

@@ -294,6 +294,8 @@ ZH: dict[str, str] = {
     "resid_mid + mlp_out                  [B, S, h]": "resid_mid + mlp_out（第二次残差相加）[B, S, h]",
     "layer {layer}: capture   shape with 12 → 13 tokens           old rows the same?":
         "第 {layer} 层：张量      12 → 13 个 token 时的形状           旧行相同吗？",
+    "r = {r}: first choice {token!r} (id {id}, p = {p:.3f}); every Chinese piece together: {share:.3f}":
+        "r = {r}：首选 {token!r}（id {id}，p = {p:.3f}）；所有中文片段合计：{share:.3f}",
     "on this machine the time ratio is nearer the bytes ratio": "在这台机器上，时间比更接近字节比",
     "on this machine the time ratio is nearer the FLOP ratio": "在这台机器上，时间比更接近 FLOP 比",
     "new column (key 12) in the old rows: scores all -inf:": "旧行中新增的列（键 12）：分数全为 -inf：",
