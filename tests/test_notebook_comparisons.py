@@ -232,11 +232,11 @@ KNOWN = [pytest.param(name, ed, marks=pytest.mark.xfail(strict=True, reason=r["k
          for name in DOCS for r in records(name)["comparisons"] for ed in r.get("known", {})]
 
 
-@pytest.mark.parametrize(("name", "edition"), KNOWN)
-def test_known_contradictions_still_fail(name, edition):
-    """Contradictions found in the prose and left for its owners to fix: strict, so a fix must remove "known"."""
-    found = problems(read_doc(name, edition), known=True)
-    assert not found, "\n".join(found)
+def test_known_contradictions_still_fail():
+    """Contradictions found in the prose and left for its owners to fix: each must still fail, so a fix must remove
+    its "known" (none is listed today; the loop keeps the check for the next one)."""
+    for name, edition in [p.values for p in KNOWN]:
+        assert problems(read_doc(name, edition), known=True), f"{name} ({edition}): fixed; remove its \"known\""
 
 
 def test_the_scanned_chapters_are_recorded_in_both_editions():

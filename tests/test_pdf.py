@@ -211,7 +211,7 @@ def markdown_pieces(text: str) -> list[str]:
     **, *, ` markers dropped."""
     pieces = re.split(r"\$[^$]+\$", text)
     # the markers teachllm.course.quiz.inline_html turns into <code>, <strong> and <em> (any other * is printed)
-    pieces = [re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"\1",
+    pieces = [re.sub(r"(?<![A-Za-z0-9_*])\*(?!\s)(.+?)(?<!\s)\*(?![A-Za-z0-9_*])", r"\1",
                      re.sub(r"\*\*(.+?)\*\*", r"\1", re.sub(r"`([^`]+)`", r"\1", piece))) for piece in pieces]
     # an emoji has no text in the PDF (its font maps it to nothing): it splits a piece too
     return [p for piece in pieces for p in map(plain, re.split(r"[^\u0000-\uffff]", piece)) if p]
