@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 from test_static_cache import Recorder, scalar_reads
+from tiny_decoder import random_decoder
 
 import teachllm as tl
 from teachllm.cache import KVCache
 from teachllm.fastpath import loop
 from teachllm.fastpath.graph import prefill
 from teachllm.lm import LanguageModel
-from teachllm.model import Transformer
 
 pytestmark = [pytest.mark.floating, pytest.mark.usefixtures("one_thread")]  # see conftest.py
 
@@ -29,14 +29,7 @@ PROMPTS = [[5, 17, 23, 42, 8, 9, 60], [11, 12], [70, 71, 72, 73]]  # different l
 def tiny_lm(tokenizer=None, vocab_size=101, eos=(3,), seed=0):
     """A tiny random decoder whose greedy choices vary from step to step; with the bundled tokenizer (its whole
     vocabulary) when text is needed."""
-    config = tl.ModelConfig(vocab_size=vocab_size, hidden_size=64, intermediate_size=96, n_layers=2, n_heads=4,
-                            n_kv_heads=2, head_dim=16, max_position_embeddings=128, eos_token_ids=eos)
-    torch.manual_seed(seed)
-    model = Transformer(config).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.normal_(0, 0.3)
+    model = random_decoder(seed, vocab_size=vocab_size, eos_token_ids=eos)
     return LanguageModel(model, tokenizer, name="tiny")
 
 

@@ -10,10 +10,10 @@ import math
 
 import pytest
 import torch
+from tiny_decoder import random_decoder
 
 import teachllm as tl
 from teachllm.lm import LanguageModel
-from teachllm.model import Transformer
 from teachllm.serving import (
     BlockManager,
     PagedKVCache,
@@ -36,15 +36,7 @@ EOS = 3
 
 def tiny_lm(seed=0, **overrides):
     """A tiny random decoder with weights large enough for peaked attention and varied greedy choices."""
-    config = tl.ModelConfig(**{**dict(vocab_size=101, hidden_size=64, intermediate_size=96, n_layers=3, n_heads=4,
-                                      n_kv_heads=2, head_dim=16, max_position_embeddings=256, eos_token_ids=(EOS,)),
-                               **overrides})
-    torch.manual_seed(seed)
-    model = Transformer(config).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.normal_(0, 0.3)
+    model = random_decoder(seed, **{**dict(n_layers=3, max_position_embeddings=256, eos_token_ids=(EOS,)), **overrides})
     return LanguageModel(model, None, name="tiny")
 
 

@@ -8,13 +8,12 @@
 
 import pytest
 import torch
+from tiny_decoder import random_decoder
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import teachllm as tl
 from teachllm.cache import KVCache
 from teachllm.fastpath.graph import BATCH_SIZES, CudaGraphDecoder, decode_step, prefill
 from teachllm.fastpath.static_cache import StaticKVCache
-from teachllm.model import Transformer
 
 pytestmark = pytest.mark.floating  # results depend on the CPU's kernels: `make test-avx2` runs it under AVX2 too
 
@@ -24,15 +23,7 @@ MAX_LEN = 32
 
 def tiny(n_kv_heads=2, seed=0):
     """A tiny random decoder, weights large enough that greedy choices vary from step to step."""
-    config = tl.ModelConfig(vocab_size=101, hidden_size=64, intermediate_size=96, n_layers=2, n_heads=4,
-                            n_kv_heads=n_kv_heads, head_dim=16, max_position_embeddings=64)
-    torch.manual_seed(seed)
-    model = Transformer(config).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.normal_(0, 0.3)
-    return model
+    return random_decoder(seed, n_kv_heads=n_kv_heads, max_position_embeddings=64)
 
 
 def caches(model, batch):
