@@ -23,6 +23,7 @@ import torch
 
 import teachllm as tl
 from teachllm import viz
+from teachllm.bench.decode import agreeing_prefix
 from teachllm.serving import ServingConfig, ServingEngine
 from teachllm.serving.workload import LONG_TEXT, PROMPTS, decode_throughput, mixed_workload
 from teachllm.viz.serving import IterationTimeline, describe_iteration, iteration_timeline_figure
@@ -204,8 +205,18 @@ runs = {}
 for policy in ("static", "continuous"):
     engine = ServingEngine(lm, ServingConfig(policy=policy, max_num_seqs=4))
     runs[policy] = engine.run(workload.prompts, workload.params)
-assert [o.token_ids for o in runs["static"].outputs] == [o.token_ids for o in runs["continuous"].outputs]
-print(viz.tr("both policies give every request the same tokens"))
+tol = tl.tolerance(lm.dtype)
+parted = 0
+for prompt, a, b in zip(workload.prompts, runs["static"].outputs, runs["continuous"].outputs, strict=True):
+    k = agreeing_prefix(a.token_ids, b.token_ids)
+    if k < len(a.token_ids):  # only in 16 bits: the two batchings round differently, and a near-tie may go either way
+        top = lm.forward(prompt + a.token_ids[:k])[0, -1].topk(2).values  # the two best logits where they part
+        assert lm.dtype != torch.float32 and float(top[0] - top[1]) <= 2 * tol.steps
+        parted += 1
+if parted == 0:
+    print(viz.tr("both policies give every request the same tokens"))
+else:
+    print(viz.tr("{n} requests part between the policies, each at a near-tie", n=parted))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The timeline of each run: one row per request, one column per iteration. Grey: the request is waiting;

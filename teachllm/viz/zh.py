@@ -311,6 +311,7 @@ ZH: dict[str, str] = {
     "same {n} surviving tokens, same logits: {top}": "留下的 {n} 个 token 相同，logits 也相同：{top}",
     "batch  ms per step  decode rate  × batch 1": " 批次      每步 ms     解码速率 相对批次 1",
     "both policies give every request the same tokens": "两种策略给每个请求生成的 token 都相同",
+    "{n} requests part between the policies, each at a near-tie": "有 {n} 个请求在两种策略下分开，每处都是近乎并列",
     "            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency":
         "              迭代次数  前向调用次数  短请求 TTFT     短请求延迟 长请求 TTFT    长请求延迟",
     "                     iterations  most tokens in one iteration  long prompt: TTFT (iterations)":
