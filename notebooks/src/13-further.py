@@ -22,6 +22,7 @@ import torch
 
 import teachllm as tl
 from teachllm import viz
+from teachllm.bench.decode import agreeing_prefix
 from teachllm.serving import (
     Int8KVCache,
     ServingConfig,
@@ -83,7 +84,11 @@ greedy = tl.SamplingParams(temperature=0, max_tokens=16)
 runs = [engine.run(chats[:1], greedy), engine.run(chats[1:], greedy)]
 for run in runs:
     for stats, out in zip(run.requests, run.outputs, strict=True):
-        assert out.token_ids == lm.generate(chats[stats.request_id], greedy).token_ids  # reuse changes nothing
+        alone = lm.generate(chats[stats.request_id], greedy).token_ids
+        k = agreeing_prefix(out.token_ids, alone)  # float32: reuse changes nothing, so k is every token
+        if k < len(alone):  # only in 16 bits: reused keys round unlike a full prefill, and a near-tie may flip
+            top = lm.forward(chats[stats.request_id] + alone[:k])[0, -1].topk(2).values
+            assert lm.dtype != torch.float32 and float(top[0] - top[1]) <= 2 * tol.steps
         prefilled = sum(n for r in run.timeline for rid, _, n in r.prefill if rid == stats.request_id)
         print(f"request {stats.request_id}: {stats.prompt_len} prompt tokens, {stats.num_cached_tokens:>2} found in "
               f"the cache, {prefilled} computed")
