@@ -83,10 +83,9 @@ def pytest_terminal_summary(terminalreporter):
         top = sorted(MODULE_PEAKS.items(), key=lambda kv: -kv[1][0])[:5]
         terminalreporter.write_line("largest module peaks (then resident after the module): " + ", ".join(
             f"{m} {peak:.2f} ({after:.2f}) GiB" for m, (peak, after) in top))
-    if MODULE_SECONDS:
-        slow = sorted(MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:8]
-        terminalreporter.write_line("slowest modules: " + ", ".join(f"{m} {s:.0f} s" for m, s in slow))
-    if MODULE_PEAKS:
         if os.environ.get("TEACHLLM_TEST_MEMORY"):
             for m, (peak, after) in MODULE_PEAKS.items():
                 terminalreporter.write_line(f"  {m}: peak {peak:.2f} GiB, after {after:.2f} GiB")
+    if MODULE_SECONDS:
+        slow = sorted(MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:8]
+        terminalreporter.write_line("slowest modules: " + ", ".join(f"{m} {s:.0f} s" for m, s in slow))

@@ -100,3 +100,15 @@ def tolerance(dtype: torch.dtype | str) -> Tolerance:
         bounds[kind] = float32_bound if dtype == torch.float32 else ulps * eps * scale
     bounds["rtol"] = RELATIVE[0] if dtype == torch.float32 else RELATIVE[1] * eps
     return Tolerance(dtype, eps, **bounds)
+
+
+@torch.no_grad()
+def agree_until_a_near_tie(lm, prompt_ids, want, got, bound: float) -> bool:
+    """Two greedy runs of the same prompt (token lists) agree, or part at a near-tie: a step where the model's
+    own logits for the two tokens are within twice `bound` of each other, which rounding may tip either way
+    (bfloat16 keeps 8 bits); after it the texts go their own ways. Checked against an uncached pass."""
+    n = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), None)
+    if n is None:
+        return len(want) == len(got)
+    logits = lm.forward(list(prompt_ids) + list(want[:n]))[0, -1].float()  # [V] where they part
+    return float(logits[want[n]] - logits[got[n]]) <= 2 * bound

@@ -107,20 +107,10 @@ def tol(lm):
     return tl.tolerance(lm.dtype)
 
 
-def agreeing_until_a_near_tie(lm, prompt_ids, want, got, bound) -> bool:
-    """Two greedy runs of the same prompt (token lists) agree, or part at a near-tie: a step where the model's
-    own logits for the two tokens are within twice `bound` of each other, which rounding may tip either way
-    (bfloat16 keeps 8 bits); after it the texts go their own ways. Checked against an uncached pass."""
-    n = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), None)
-    if n is None:
-        return len(want) == len(got)
-    logits = lm.forward(list(prompt_ids) + list(want[:n]))[0, -1].float()  # [V] where they part
-    return float(logits[want[n]] - logits[got[n]]) <= 2 * bound
-
-
 @pytest.fixture(scope="session")
 def agree_until_a_near_tie():
-    return agreeing_until_a_near_tie
+    """teachllm.tolerances.agree_until_a_near_tie: the rule the chapters use too."""
+    return tl.tolerances.agree_until_a_near_tie
 
 
 # Models that several test files use, beyond `lm`: each is loaded once, on first use, and released after the last

@@ -23,9 +23,9 @@ import torch
 
 import teachllm as tl
 from teachllm import viz
-from teachllm.bench.decode import agreeing_prefix
 from teachllm.serving import ServingConfig, ServingEngine
 from teachllm.serving.workload import LONG_TEXT, PROMPTS, decode_throughput, mixed_workload
+from teachllm.tolerances import agree_until_a_near_tie
 from teachllm.viz.serving import IterationTimeline, describe_iteration, iteration_timeline_figure
 
 viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
@@ -208,10 +208,8 @@ for policy in ("static", "continuous"):
 tol = tl.tolerance(lm.dtype)
 parted = 0
 for prompt, a, b in zip(workload.prompts, runs["static"].outputs, runs["continuous"].outputs, strict=True):
-    k = agreeing_prefix(a.token_ids, b.token_ids)
-    if k < len(a.token_ids):  # only in 16 bits: the two batchings round differently, and a near-tie may go either way
-        top = lm.forward(prompt + a.token_ids[:k])[0, -1].topk(2).values  # the two best logits where they part
-        assert lm.dtype != torch.float32 and float(top[0] - top[1]) <= 2 * tol.steps
+    if a.token_ids != b.token_ids:  # only in 16 bits: the two batchings round differently, a near-tie may tip
+        assert lm.dtype != torch.float32 and agree_until_a_near_tie(lm, prompt, a.token_ids, b.token_ids, tol.steps)
         parted += 1
 if parted == 0:
     print(viz.tr("both policies give every request the same tokens"))

@@ -22,7 +22,6 @@ import torch
 
 import teachllm as tl
 from teachllm import viz
-from teachllm.bench.decode import agreeing_prefix
 from teachllm.serving import (
     Int8KVCache,
     ServingConfig,
@@ -38,6 +37,7 @@ from teachllm.serving import (
     shift_keys,
 )
 from teachllm.serving.workload import DOCUMENTS, QUESTION
+from teachllm.tolerances import agree_until_a_near_tie
 from teachllm.viz.serving import blend_quality_figure
 
 viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
@@ -85,10 +85,9 @@ runs = [engine.run(chats[:1], greedy), engine.run(chats[1:], greedy)]
 for run in runs:
     for stats, out in zip(run.requests, run.outputs, strict=True):
         alone = lm.generate(chats[stats.request_id], greedy).token_ids
-        k = agreeing_prefix(out.token_ids, alone)  # float32: reuse changes nothing, so k is every token
-        if k < len(alone):  # only in 16 bits: reused keys round unlike a full prefill, and a near-tie may flip
-            top = lm.forward(chats[stats.request_id] + alone[:k])[0, -1].topk(2).values
-            assert lm.dtype != torch.float32 and float(top[0] - top[1]) <= 2 * tol.steps
+        if out.token_ids != alone:  # only in 16 bits: reused keys round unlike a full prefill, a near-tie may tip
+            assert lm.dtype != torch.float32 and agree_until_a_near_tie(lm, chats[stats.request_id], alone,
+                                                                        out.token_ids, tol.steps)
         prefilled = sum(n for r in run.timeline for rid, _, n in r.prefill if rid == stats.request_id)
         print(f"request {stats.request_id}: {stats.prompt_len} prompt tokens, {stats.num_cached_tokens:>2} found in "
               f"the cache, {prefilled} computed")
