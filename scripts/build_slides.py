@@ -915,12 +915,25 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
   // In the presenter view (key S) the current and the next slide are this page again, in frames of the
   // speaker window (notes.js adds ?receiver): there each slide is scaled down to show whole; in the room never.
   var receiver = /receiver/i.test(window.location.search);
+  // The speaker window sends the next-slide frame (controls=false) its state and "next" once, as soon as the
+  // current frame is ready; a next frame still loading (it paginates and typesets first) misses them and would
+  // show the current slide. It keeps the last state sent and, once ready, goes there and one step on itself.
+  var upcoming = receiver && /controls=false/.test(window.location.search);
+  var sent = null;
+  if (upcoming) {
+    window.addEventListener("message", function (event) {
+      var data = null;
+      try { data = JSON.parse(event.data); } catch (e) { return; }
+      if (data && data.method === "setState") { sent = data.args[0]; }
+    });
+  }
 
   function start() {
     paginate();
     Reveal.initialize({width: 1280, height: 720, margin: 0, minScale: receiver ? 0.05 : 1, maxScale: 1,
                        center: false,
                        hash: true, transition: "none", plugins: [RevealNotes]}).then(function () {
+      if (upcoming) { Reveal.setState(sent || Reveal.getState()); Reveal.next(); }
       document.querySelectorAll(".reveal .figure").forEach(function (div) {
         var spec = document.getElementById(div.id + "-json");
         if (!spec || typeof Plotly === "undefined") { return; }

@@ -186,11 +186,21 @@ def test_the_presenter_view_shows_the_current_and_the_next_slide_whole(decks, br
     current = page.evaluate("() => Reveal.getSlides().findIndex((s, k) => k > 1 && s.querySelector('aside.notes') "
                             "&& s.querySelector(':scope > h2:not(.running)'))")
     page.evaluate(f"() => Reveal.slide({current})")
+
+    # the next-slide frame held until the current frame is ready and the speaker window has sent the frames the
+    # state (as on a slow machine, where CI once saw the next frame show the current slide): it must catch up
+    held = []
+    page.context.route(re.compile(r"[?&]controls=false"), lambda route: held.append(route))
     try:
         with page.expect_popup() as popup_info:
             page.keyboard.press("s")
         speaker = popup_info.value
         speaker.wait_for_selector("#current-slide iframe")
+        speaker.locator("#current-slide iframe").element_handle().content_frame().wait_for_function(
+            "() => window.Reveal && Reveal.isReady()")
+        speaker.wait_for_timeout(1000)  # the speaker window sends the state 200 ms after the frame is ready
+        assert len(held) == 1, held
+        held[0].continue_()
         for width, height in ((1280, 720), (1920, 1080)):
             speaker.set_viewport_size({"width": width, "height": height})
             for selector, index in (("#current-slide iframe", current), ("#upcoming-slide iframe", current + 1)):
