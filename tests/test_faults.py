@@ -119,6 +119,23 @@ def test_stale_temporary_folders_are_removed(tmp_path):
     assert live.is_dir() and legacy.is_dir() and [p.name for p in mixed.iterdir()] == ["notes.txt"]
 
 
+def test_a_conversion_parses_the_gguf_file_once_and_leaves_gguf_as_it_was():
+    """convert._gguf_read_once memoises gguf's reader (transformers parses the file three times in a conversion);
+    outside the block, even after an error inside it, gguf is the library it was. The reader maps the file
+    read-only, so the memoised one cannot be changed by whoever reads it."""
+    import gguf
+
+    before = gguf.GGUFReader, gguf.get_tensor_name_map
+    path = str(convert.bundled_gguf())
+    with convert._gguf_read_once():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(path) is first and not first.data.flags.writeable
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == before
+    with pytest.raises(RuntimeError, match="inside"), convert._gguf_read_once():
+        raise RuntimeError("inside")
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == before
+
+
 # ---- damaged converted weights ---------------------------------------------------------------------
 def test_truncated_weights_are_converted_again(cache_copy, lm, capfd):
     weights = cache_copy / "model.safetensors"

@@ -9,6 +9,8 @@ a manifest (teachllm.checkpoints.manifest), which also decides what teachllm may
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.metadata
 import json
 import os
@@ -91,6 +93,24 @@ def reconvert(gguf_path: Path, out: Path, problem: str, progress: bool = True) -
 
 
 # ---- converting ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _gguf_read_once():
+    """transformers parses the GGUF file three times in a conversion (tokenizer, config, weights), each parse
+    walking the 49,152-entry vocabulary element by element, and builds gguf's tensor-name table once per
+    module (397 times). Inside this block `gguf.GGUFReader` and `gguf.get_tensor_name_map` are memoised, so
+    each is built once; transformers imports both from `gguf` when it calls them, so it sees the memoised ones.
+    The file is only read, never changed, while the block runs. Measured on the bundled file: 28 s -> 11 s."""
+    import gguf
+
+    saved = gguf.GGUFReader, gguf.get_tensor_name_map
+    gguf.GGUFReader = functools.lru_cache(maxsize=2)(saved[0])
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=8)(saved[1])
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = saved
+
+
 def convert_gguf(gguf_path: Path, out: Path, progress: bool = True) -> Path:
     """Convert a GGUF file into a new safetensors checkpoint folder `out`.
 
@@ -112,12 +132,13 @@ def convert_gguf(gguf_path: Path, out: Path, progress: bool = True) -> Path:
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
         try:
-            tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                      trust_remote_code=False)
-            steps.update()
-            hf_model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                            dtype=torch.float32, trust_remote_code=False)
-            steps.update()
+            with _gguf_read_once():
+                tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                          trust_remote_code=False)
+                steps.update()
+                hf_model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                                dtype=torch.float32, trust_remote_code=False)
+                steps.update()
         finally:
             hf_logging.set_verbosity(verbosity)
         config = hf_model.config
