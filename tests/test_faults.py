@@ -1,7 +1,7 @@
 """Faults: an interrupted conversion, damaged converted weights, an unwritable cache, a failing request.
 
 Every test that damages a cache works in its own temporary TEACHLLM_CACHE; the shared cache
-(~/.cache/teachllm) is only ever read and copied. Converting the bundled model takes about 25 s, so
+(~/.cache/teachllm) is only ever read and copied. Converting the bundled model takes about 10 s, so
 the conversions are few: one after a conversion killed half-way (its result is reused by the other
 tests as a good folder to copy), one after truncating the weights (the load-time check), one after
 overwriting them in the middle (the check after a failed read). Zeroed weights, a missing or broken
