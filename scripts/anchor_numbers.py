@@ -14,7 +14,8 @@ reads: in Markdown cell 8 of chapter 6 (counted as `scripts/translations.py` cou
 "almost greedy (" and " bits), while the" in English, and the one before " 比特" in the Chinese words quoted,
 is the number that code cell 7 (counted among the English code cells) prints between "sure " and " bits"
 on the line "at T = #: sure ⟨⟩ bits, open # bits". `#` stands for any other number and ⟨⟩ for the one in
-question; white space is collapsed. `"src"` in place of `"out"` reads the cell's source instead (a
+question; white space is collapsed. A line the Chinese edition prints in Chinese has its own words there,
+`"out_zh"` beside `"out"`. `"src"` in place of `"out"` reads the cell's source instead (a
 `max_tokens=300`, an `assert`; comments do not count), and `"nth": 3` takes the third line that fits when
 several do (the rows of a table whose labels are numbers). The check reads the committed notebook, finds
 the line, takes the number there and requires the prose to give that number to the prose's own precision:
@@ -354,9 +355,10 @@ def evidence(chapter: Chapter, entry: dict) -> tuple[Place | None, str]:
     if kind == "out" and timing(cell):
         return None, (f"its anchor reads the output of code cell {entry['code']}, which nbval does not compare "
                       "(a timing): quote what to look for, or a number its source holds")
-    place, why = find(code_output(cell) if kind == "out" else code_source(cell), entry[kind], entry.get("nth"))
+    words = entry.get(f"{kind}_{chapter.edition}", entry[kind])  # a line the Chinese edition prints in Chinese
+    place, why = find(code_output(cell) if kind == "out" else code_source(cell), words, entry.get("nth"))
     if place is None:
-        return None, f"code cell {entry['code']}'s {'output' if kind == 'out' else 'source'}: {why} {entry[kind]!r}"
+        return None, f"code cell {entry['code']}'s {'output' if kind == 'out' else 'source'}: {why} {words!r}"
     return place, ""
 
 

@@ -16,9 +16,9 @@ sentence or a table header is, is reported. What is not a sentence a learner rea
   words cut into tokens), never a sentence the course writes.
 
 KNOWN (tests/zh_outputs_known.json) lists what is still English, chapter by chapter; it may only shrink: an
-entry that no longer occurs fails too, so that a fix removes it from the list. Most of what it holds is a line
-that tests/notebook_numbers.json ties a prose number to by the line's English words (one anchor serves both
-editions, so translating the line needs a Chinese anchor beside it), and chapter 10's printouts.
+entry that no longer occurs fails too, so that a fix removes it from the list. What it holds now is the
+printouts of chapters 10 and 13. A translated line that tests/notebook_numbers.json ties a prose number to has
+its Chinese words there too ("out_zh" beside "out").
 An error a chapter shows on purpose (a library's message) stays as the library writes it, and the Markdown
 cell next to it must explain it in Chinese (EXPLAINED).
 """

@@ -241,7 +241,8 @@ held_out = [
     "Travellers waited on the bank while the ferry crossed the deep water.",
 ]
 alphabet, merges = train_bpe(corpus, n_merges=300)
-print(f"{len(corpus.split())} words, {len(alphabet)} characters in the alphabet, {len(merges)} merges learned")
+print(viz.tr("{words} words, {chars} characters in the alphabet, {merges} merges learned",
+             words=len(corpus.split()), chars=len(alphabet), merges=len(merges)))
 print("first 12 merges:", [(m.result, m.count) for m in merges[:12]])
 print("'er' is merge number", [m.result for m in merges].index("er") + 1)
 

@@ -336,7 +336,7 @@ attention_figure(capture, layer=18, head=8)
 
 # %%
 sink = capture.probs[18][7:9, 1:, 0]  # heads 7 and 8, every query after the first, key 0
-print(f"layer 18, heads 7–8: mean attention on the first token {float(sink.mean()):.3f}")
+print(viz.tr("layer 18, heads 7–8: mean attention on the first token {mean:.3f}", mean=float(sink.mean())))
 print(f"layer 18, head 6: the last token ' is' → ' Paris' {float(capture.probs[18][6, S - 1, 5]):.3f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

@@ -118,7 +118,7 @@ for x, y in zip(short_trace.layers, long_trace.layers, strict=True):
         assert same(getattr(x, name), getattr(y, name)[:, :, :S])
     for name in ("scores", "probs"):
         assert same(getattr(x, name), getattr(y, name)[:, :, :S, :S])
-print(f"all {L} layers: every value of the 12 old tokens is unchanged by the 13th")
+print(viz.tr("all {L} layers: every value of the 12 old tokens is unchanged by the 13th", L=L))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Why: the causal mask. Token $i$ reads only tokens $0, \dots, i$, in every layer, so nothing that comes after it
@@ -152,7 +152,7 @@ keys = torch.cat([k_old, k_new])  # [S + 1, d]
 values = torch.cat([v_old, v_new])  # [S + 1, d]
 row = torch.softmax(q_new @ keys.T / cfg.head_dim ** 0.5, dim=-1)  # [1, S + 1]: no mask, it may see all
 torch.testing.assert_close(row, b.probs[0, head, S:])
-print("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's")
+print(viz.tr("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # So, as the lecture concludes (slide “LLM 自回归过程中的 kv 复用”):
@@ -222,7 +222,7 @@ print(cache)
 for i in range(L):
     assert torch.equal(cache.k[i, :, :, S], decode_trace.layers[i].k[:, :, 0])
     assert same(cache.keys(i), long_trace.layers[i].k) and same(cache.values(i), long_trace.layers[i].v)
-print("slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V")
+print(viz.tr("slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4.3 How big is the cache?
@@ -314,7 +314,7 @@ for _ in range(n_new):
         step_logits.append(lm.decode_step(generated[-1], cache)[0])  # [V]
 
 full_logits = lm.forward(ids + generated[:-1])[0]  # [S + n_new - 1, V]: every position, no cache
-print(f"{'step':>4}  {'token':<12}{'same argmax':>12}{'|cached - uncached| < ' + tol.text('steps'):>28}")
+print(viz.tr("step  token        same argmax  |cached - uncached| < {bound}", bound=tol.text("steps")))
 for i, cached in enumerate(step_logits):
     uncached = full_logits[S - 1 + i]
     same_token = int(uncached.argmax()) == int(cached.argmax()) == generated[i]
@@ -338,8 +338,9 @@ for prompt_len in (S, 1000):
     without = sum(tl.cost.prefill_flops(cfg, prompt_len + k).total for k in range(n))  # rerun everything
     with_cache = tl.cost.prefill_flops(cfg, prompt_len).total + sum(
         tl.cost.decode_flops(cfg, prompt_len + k).total for k in range(1, n))  # one prefill, then one token
-    print(f"prompt {prompt_len:>4}, {n} new tokens: without a cache {without / 1e12:6.2f} TFLOP, "
-          f"with it {with_cache / 1e12:6.3f} TFLOP ({without / with_cache:4.1f}× less)")
+    print(viz.tr("prompt {prompt:>4}, {n} new tokens: without a cache {without:6.2f} TFLOP, with it {cached:6.3f} "
+                 "TFLOP ({ratio:4.1f}× less)", prompt=prompt_len, n=n, without=without / 1e12,
+                 cached=with_cache / 1e12, ratio=without / with_cache))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The cost of the cache is memory (4.3); the gain grows with the prompt, because without the cache every
@@ -356,10 +357,12 @@ seq = ids + generated  # the whole sequence so far
 T = len(seq)
 redo = tl.cost.prefill_cost(lm, T)  # no cache: the whole sequence again
 step = tl.cost.decode_cost(lm, T)  # with the cache: one new token against T keys
-for name, c in (("without a cache", redo), ("with the cache", step)):
-    print(f"{name:<16} {c.flops / 1e9:6.3f} GFLOP, {c.bytes / 1e6:5.1f} MB moved")
-print(f"ratio: {redo.flops / step.flops:.1f}× the FLOPs, {redo.bytes / step.bytes:.2f}× the bytes")
-print(f"of which the weights: {step.weight_bytes / 1e6:.1f} MB in both")
+for name, c in ((viz.tr("without a cache"), redo), (viz.tr("with the cache"), step)):
+    print(viz.tr("{name} {flops:6.3f} GFLOP, {mb:5.1f} MB moved", name=viz.pad(name, 16), flops=c.flops / 1e9,
+                 mb=c.bytes / 1e6))
+print(viz.tr("ratio: {flops:.1f}× the FLOPs, {bytes:.2f}× the bytes", flops=redo.flops / step.flops,
+             bytes=redo.bytes / step.bytes))
+print(viz.tr("of which the weights: {mb:.1f} MB in both", mb=step.weight_bytes / 1e6))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 16.0× the arithmetic, but almost the same bytes (1.00×): both calls read every weight of the model
@@ -382,8 +385,8 @@ def one_cached_step():
 t_redo = tl.timing.timed(lambda: lm.prefill(seq, lm.new_cache(max_len=T)), lm.device, reps=5)
 t_step = tl.timing.timed(one_cached_step, lm.device, reps=5)
 time_ratio, flop_ratio, byte_ratio = t_redo / t_step, redo.flops / step.flops, redo.bytes / step.bytes
-print(f"without a cache {t_redo * 1e3:.0f} ms, with it {t_step * 1e3:.0f} ms: {time_ratio:.1f}× the time "
-      f"for {flop_ratio:.1f}× the FLOPs")
+print(viz.tr("without a cache {redo:.0f} ms, with it {step:.0f} ms: {time:.1f}× the time for {flops:.1f}× the FLOPs",
+             redo=t_redo * 1e3, step=t_step * 1e3, time=time_ratio, flops=flop_ratio))
 if abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio):
     print(viz.tr("on this machine the time ratio is nearer the bytes ratio"))
 else:

@@ -235,8 +235,8 @@ lm.forward(capture.token_ids, trace=full_trace)
 for i, layer_probs in enumerate(capture.probs):  # [n_h, N, N] per layer, NaN where masked
     shown = ~layer_probs.isnan()
     assert torch.allclose(layer_probs[shown], full_trace.layers[i].probs[0].float().cpu()[shown], atol=tol.probs)
-print(f"{len(capture.token_ids)} rows (12 prefill + 6 decode) = the uncached forward's attention, in all "
-      f"{cfg.n_layers} layers")
+print(viz.tr("{rows} rows (12 prefill + 6 decode) = the uncached forward's attention, in all {L} layers",
+             rows=len(capture.token_ids), L=cfg.n_layers))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The explorer shows every layer and head of the same capture; it opens on layer 1, head 2.

@@ -63,7 +63,7 @@ sure_ids = tok.encode("The capital of France is")
 open_ids = tok.encode("Once upon a time, there was a")
 sure = viz.next_token_logits(lm, sure_ids)  # [V] float32: one prefill, the logits after the last token
 open_ = viz.next_token_logits(lm, open_ids)  # [V]
-print("logits:", tuple(open_.shape), "= one score per vocabulary entry")
+print(viz.tr("logits: {shape} = one score per vocabulary entry", shape=tuple(open_.shape)))
 for name, logits in (("sure", sure), ("open", open_)):
     top = torch.topk(logits, 5)
     print(f"{name}: largest logits", [f"{tok.token_text(int(i))!r} {float(z):.2f}" for z, i in
@@ -80,8 +80,8 @@ for name, logits in (("sure", sure), ("open", open_)):
 notes_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
 print(viz.tr("softmax of the four alone:"), [round(p, 2) for p in notes_z.softmax(-1).tolist()])
 normaliser = math.exp(2.3) / 0.30  # Σ exp(z) over the whole vocabulary, if p(2.3) = 0.30
-print("with Σ exp(z) =", round(normaliser, 1), "for the whole vocabulary:",
-      [round(math.exp(z) / normaliser, 2) for z in notes_z.tolist()])
+print(viz.tr("with Σ exp(z) = {total} for the whole vocabulary: {probs}", total=round(normaliser, 1),
+             probs=[round(math.exp(z) / normaliser, 2) for z in notes_z.tolist()]))
 print(viz.tr("the tokens behind the '…' then hold {share:.0%} of the probability",
              share=1 - float(notes_z.exp().sum()) / normaliser))
 
@@ -450,7 +450,7 @@ q_ids = tok.encode(question)
 q_logits = viz.next_token_logits(lm, q_ids)
 
 # %%
-print(f"{'preset':<11}{'survive':>8}{'bits':>6}  text (random seed 0, 16 tokens)")
+print(viz.tr("preset      survive  bits  text (random seed 0, 16 tokens)"))
 for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
     params = tl.SamplingParams(**preset, seed=0, max_tokens=16)
     d = viz.distribution(q_logits, params, q_ids)

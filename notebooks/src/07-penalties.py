@@ -67,7 +67,7 @@ print("repeated 3-grams in the output:", repeated_trigrams(loop_ids))
 # %%
 for word in (" dog", " cat"):
     ps = [p for token, p in chosen_p if tok.token_text(token) == word]
-    print(f"p({word!r}) each time it was chosen: " + " ".join(f"{p:.2f}" for p in ps))
+    print(viz.tr("p({word}) each time it was chosen: {ps}", word=repr(word), ps=" ".join(f"{p:.2f}" for p in ps)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ` dog` went from 0.22 to 0.66 in six uses: the text in the context window is the strongest evidence the

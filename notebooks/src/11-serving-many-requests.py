@@ -58,7 +58,7 @@ print(f"SmolLM2-135M: {lm.config.n_params / 1e6:.1f} M parameters, "
 # products; bytes = weights read once + the K and V each sequence reads from its cache):
 
 # %%
-print(f"{'batch':>5} {'GFLOP':>7} {'MB moved':>9} {'FLOP/byte':>10} {'MB of weights per token':>24}")
+print(viz.tr("batch   GFLOP  MB moved  FLOP/byte  MB of weights per token"))
 for b in (1, 2, 4, 8, 16, 32):
     c = tl.cost.decode_cost(lm, context_len=33, batch_size=b)  # lm: bytes in the model's own dtype
     print(f"{b:>5} {c.flops / 1e9:>7.3f} {c.bytes / 1e6:>9.1f} {c.intensity:>10.2f} {c.weight_bytes / b / 1e6:>24.1f}")
@@ -184,7 +184,8 @@ for policy in ("static", "continuous"):
     first = {i: min(r.index for r in run.timeline if i in [rid for rid, _, _ in r.prefill]) for i in range(4)}
     last = {i: r.index for r in run.timeline for i in r.finished}
     spans = ", ".join(f"{name} {first[i]}–{last[i]}" for i, name in enumerate(slot_requests))
-    print(f"{policy:<10}: {run.iterations} iterations; each request runs from iteration to iteration: {spans}")
+    print(viz.tr("{policy}: {n} iterations; each request runs from iteration to iteration: {spans}",
+                 policy=viz.pad(viz.tr(policy), 10), n=run.iterations, spans=spans))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Under static batching B is done after 50 iterations and A after 100, but their slots stay empty until C

@@ -105,12 +105,13 @@ for name, size in reserved.items():
 holes = [(start, pool), placed.pop("request 2")]  # the end of the pool, and the slots request 2 gave back
 free = sum(end - begin for begin, end in holes)
 need = 700
-print(f"pool of {pool} slots; holes after request 2 finishes: {sorted(end - begin for begin, end in holes)} "
-      f"= {free} free slots")
-print(f"contiguous: a {need}-slot reservation fits in a hole: {any(end - begin >= need for begin, end in holes)}")
+print(viz.tr("pool of {pool} slots; holes after request 2 finishes: {holes} = {free} free slots", pool=pool,
+             holes=sorted(end - begin for begin, end in holes), free=free))
+print(viz.tr("contiguous: a {need}-slot reservation fits in a hole: {fits}", need=need,
+             fits=any(end - begin >= need for begin, end in holes)))
 free_blocks, blocks_needed = free // 16, math.ceil(need / 16)
-print(f"paged, 16-slot blocks: {free_blocks} free blocks, at most {blocks_needed} needed: "
-      f"fits: {free_blocks >= blocks_needed}")
+print(viz.tr("paged, 16-slot blocks: {free} free blocks, at most {needed} needed: fits: {fits}",
+             free=free_blocks, needed=blocks_needed, fits=free_blocks >= blocks_needed))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # 800 slots are free, but in two holes of 300 and 500, so a contiguous reservation of 700 fits in neither,
@@ -188,7 +189,8 @@ questions = ["What is the capital of France?", "What is 2 + 2?", "Is the sun a s
              "What is the capital of Italy?", "What do bees make?"]
 chats = [tok.encode(tok.apply_chat_template([{"role": "user", "content": q}])) for q in questions]
 shared = next(i for i, pair in enumerate(zip(*chats, strict=False)) if len(set(pair)) > 1)
-print(f"prompt lengths {[len(c) for c in chats]}; the first {shared} tokens are the same in all of them")
+print(viz.tr("prompt lengths {lengths}; the first {shared} tokens are the same in all of them",
+             lengths=[len(c) for c in chats], shared=shared))
 
 engine = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=28))
 print(f"pool: {engine.config.num_blocks} blocks × {engine.config.block_size} slots = "
@@ -199,9 +201,10 @@ engine.step()  # iteration 0: request 0 prefills alone
 ids += [engine.add_request(chat, params) for chat in chats[1:]]
 run = engine.drain(ids, first_iteration=0)
 for out, stats in zip(run.outputs, run.requests, strict=True):
-    print(f"request {stats.request_id}: {stats.prompt_len} prompt + {stats.output_len:>2} output tokens "
-          f"({out.finish_reason}), iterations {stats.arrival_iteration}–{stats.finish_iteration}, "
-          f"{stats.num_cached_tokens} prompt tokens found in the cache")
+    print(viz.tr("request {rid}: {prompt} prompt + {output:>2} output tokens ({reason}), iterations {first}–{last}, "
+                 "{cached} prompt tokens found in the cache", rid=stats.request_id, prompt=stats.prompt_len,
+                 output=stats.output_len, reason=out.finish_reason, first=stats.arrival_iteration,
+                 last=stats.finish_iteration, cached=stats.num_cached_tokens))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # After iteration 1 three requests run. Requests 1 and 2 found request 0's first six blocks (24 tokens) in the
@@ -282,14 +285,16 @@ print(viz.tr("mean over {n} iterations: paged wastes {paged:.1%} of what it allo
 text = tok.encode(LONG_TEXT)
 prompts = [text[:16], text[:16] + text[40:45], text[:12], text[20:27]]  # the 2nd shares 16 tokens with the 1st
 reference = [contiguous_logits(lm, p, n_decode=3) for p in prompts]
-print(f"prompts of {[len(p) for p in prompts]} tokens, prefill + 3 decode steps each; "
-      f"largest |logit| {max(float(x.abs().max()) for logits, _ in reference for x in logits):.1f}")
+print(viz.tr("prompts of {lengths} tokens, prefill + 3 decode steps each; largest |logit| {largest:.1f}",
+             lengths=[len(p) for p in prompts],
+             largest=max(float(x.abs().max()) for logits, _ in reference for x in logits)))
 reports = {}
 for block_size in (1, 4, 16):
     report = reports[block_size] = compare_with_contiguous(lm, prompts, block_size, n_decode=3, reference=reference)
     assert report.max_abs_error <= tol.logits
-    print(f"block size {block_size:>2}: every logit within {tol.text('logits')} of the contiguous cache's: "
-          f"{report.max_abs_error <= tol.logits}, prefix tokens read from the cache: {report.cached_tokens}")
+    print(viz.tr("block size {size:>2}: every logit within {bound} of the contiguous cache's: {within}, prefix "
+                 "tokens read from the cache: {cached}", size=block_size, bound=tol.text("logits"),
+                 within=report.max_abs_error <= tol.logits, cached=report.cached_tokens))
 
 # %% tags=["nbval-ignore-output"]
 # the largest difference itself depends on the order in which this CPU's kernels add, so nbval does not compare it

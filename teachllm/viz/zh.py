@@ -344,4 +344,57 @@ ZH: dict[str, str] = {
     "token          logit   after    loss": "token          logit  处理后    减少",
     "step  phase    token             p  cache length": "  步  阶段     token             p      缓存长度",
     "step  phase   token           p  cache length": "  步  阶段    token           p      缓存长度",
+    # chapters 2 to 7: the lines a chapter prints itself
+    "{words} words, {chars} characters in the alphabet, {merges} merges learned":
+        "{words} 个词，字母表中有 {chars} 个字符，学到 {merges} 条合并规则",
+    "layer 18, heads 7–8: mean attention on the first token {mean:.3f}":
+        "第 18 层，7–8 号头：对第一个 token 的平均注意力为 {mean:.3f}",
+    "all {L} layers: every value of the 12 old tokens is unchanged by the 13th":
+        "全部 {L} 层：12 个旧 token 的每一个值都没有因第 13 个 token 而改变",
+    "new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's":
+        "由旧的 K、V 加上新 token 的 q、k、v 算出的注意力模式新一行 = 13 个 token 一起运行时的那一行",
+    "slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V":
+        "12 号槽位现在存着新 token 的 K 和 V；全部 13 个槽位 = 13 个 token 一起运行时的 K 和 V",
+    "step  token        same argmax  |cached - uncached| < {bound}":
+        "  步  token        argmax 相同    |有缓存 - 无缓存| < {bound}",
+    "prompt {prompt:>4}, {n} new tokens: without a cache {without:6.2f} TFLOP, with it {cached:6.3f} "
+    "TFLOP ({ratio:4.1f}× less)":
+        "提示词 {prompt:>4} 个 token，生成 {n} 个新 token：不用缓存 {without:6.2f} TFLOP，用缓存 {cached:6.3f} "
+        "TFLOP（少 {ratio:4.1f} 倍）",
+    "without a cache": "不用缓存",
+    "with the cache": "用缓存",
+    "{name} {flops:6.3f} GFLOP, {mb:5.1f} MB moved": "{name} {flops:6.3f} GFLOP，搬运 {mb:5.1f} MB",
+    "ratio: {flops:.1f}× the FLOPs, {bytes:.2f}× the bytes": "比值：FLOP 为 {flops:.1f} 倍，字节为 {bytes:.2f} 倍",
+    "of which the weights: {mb:.1f} MB in both": "其中权重：两种方式都是 {mb:.1f} MB",
+    "without a cache {redo:.0f} ms, with it {step:.0f} ms: {time:.1f}× the time for {flops:.1f}× the FLOPs":
+        "不用缓存 {redo:.0f} ms，用缓存 {step:.0f} ms：时间相差 {time:.1f} 倍，FLOP 相差 {flops:.1f} 倍",
+    "{rows} rows (12 prefill + 6 decode) = the uncached forward's attention, in all {L} layers":
+        "{rows} 行（12 行预填充 + 6 行解码）= 不用缓存的前向传播算出的注意力，全部 {L} 层都相同",
+    "logits: {shape} = one score per vocabulary entry": "logits：{shape} = 词表中每个条目一个分数",
+    "with Σ exp(z) = {total} for the whole vocabulary: {probs}": "若整个词表的 Σ exp(z) = {total}，则：{probs}",
+    "preset      survive  bits  text (random seed 0, 16 tokens)":
+        "预设         保留数  比特  文本（随机种子 0，16 个 token）",
+    "p({word}) each time it was chosen: {ps}": "p({word}) 每次被选中时：{ps}",
+    # chapters 11 to 13: the lines a chapter prints itself
+    "batch   GFLOP  MB moved  FLOP/byte  MB of weights per token":
+        "批大小  GFLOP   搬运 MB  FLOP/字节 每个 token 分摊的权重 MB",
+    "{policy}: {n} iterations; each request runs from iteration to iteration: {spans}":
+        "{policy}{n} 次迭代；各请求从第几次迭代运行到第几次：{spans}",
+    "pool of {pool} slots; holes after request 2 finishes: {holes} = {free} free slots":
+        "池中共 {pool} 个槽位；请求 2 结束后的空洞：{holes} = {free} 个空闲槽位",
+    "contiguous: a {need}-slot reservation fits in a hole: {fits}":
+        "连续缓存：{need} 个槽位的预留能放进某个空洞：{fits}",
+    "paged, 16-slot blocks: {free} free blocks, at most {needed} needed: fits: {fits}":
+        "分页缓存，每块 16 个槽位：空闲 {free} 块，最多需要 {needed} 块：放得下：{fits}",
+    "prompt lengths {lengths}; the first {shared} tokens are the same in all of them":
+        "提示词长度 {lengths}；它们的前 {shared} 个 token 全都相同",
+    "request {rid}: {prompt} prompt + {output:>2} output tokens ({reason}), iterations {first}–{last}, "
+    "{cached} prompt tokens found in the cache":
+        "请求 {rid}：{prompt} 个提示词 token + {output:>2} 个输出 token（{reason}），第 {first}–{last} 次迭代，"
+        "在缓存中找到 {cached} 个提示词 token",
+    "prompts of {lengths} tokens, prefill + 3 decode steps each; largest |logit| {largest:.1f}":
+        "提示词长度为 {lengths} 个 token，各做一次预填充和 3 步解码；最大的 |logit| 为 {largest:.1f}",
+    "block size {size:>2}: every logit within {bound} of the contiguous cache's: {within}, prefix "
+    "tokens read from the cache: {cached}":
+        "块大小 {size:>2}：每个 logit 与连续缓存的相差都在 {bound} 以内：{within}，从缓存读取的前缀 token：{cached}",
 }
