@@ -99,7 +99,8 @@ def _gguf_read_once():
     walking the 49,152-entry vocabulary element by element, and builds gguf's tensor-name table once per
     module (397 times). Inside this block `gguf.GGUFReader` and `gguf.get_tensor_name_map` are memoised, so
     each is built once; transformers imports both from `gguf` when it calls them, so it sees the memoised ones.
-    The file is only read, never changed, while the block runs. Measured on the bundled file: 28 s -> 11 s."""
+    The file is only read, never changed, while the block runs. Measured on the bundled file, one process,
+    alternating (AMD EPYC, AVX2 only): 22.9-27.8 s without the block, 10.0-10.6 s with it."""
     import gguf
 
     saved = gguf.GGUFReader, gguf.get_tensor_name_map
