@@ -2,10 +2,14 @@
 
 Every test that damages a cache works in its own temporary TEACHLLM_CACHE; the shared cache
 (~/.cache/teachllm) is only ever read and copied. Converting the bundled model takes about 10 s, so
-the conversions are few: one after a conversion killed half-way (its result is reused by the other
-tests as a good folder to copy), one after truncating the weights (the load-time check), one after
-overwriting them in the middle (the check after a failed read). Zeroed weights, a missing or broken
-config.json and damaged folders teachllm did not make are checked without converting.
+the real conversions are two: one after a conversion killed half-way (its result is reused by the other
+tests as a good folder to copy), and one in a fresh process whose manifest names another source. The
+tests of what a damaged folder sets off (truncated weights: the load-time check; weights overwritten in
+the middle: the check after a failed read; a user's file beside them) run the real detection, notice,
+discarding and loading, with `converted_by_copy` standing in for the conversion itself: it writes what a
+conversion writes (the same files, into a work folder renamed into place) by copying the good folder, and
+counts its calls. Zeroed weights, a missing or broken config.json and damaged folders teachllm did not make
+are checked without converting.
 """
 
 import json
@@ -79,6 +83,27 @@ def cache_copy(good_cache, tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def converted_by_copy(good_cache, monkeypatch):
+    """convert.convert_gguf replaced by a copy of the good folder made as a conversion makes its result (a work
+    folder beside `out`, renamed into place): the list it returns gets one entry per call. The real conversion
+    is tested by `good_cache` and by test_the_manifests_source_is_never_followed."""
+    calls = []
+    good = good_cache[0] / convert.BUNDLED_FOLDER
+
+    def copy(gguf_path, out, progress=True):
+        assert gguf_path == convert.bundled_gguf()  # what a repair converts from: the bundled file, never elsewhere
+        work = convert._make_work_folder(out)
+        for f in good.iterdir():
+            shutil.copyfile(f, work / f.name)
+        work.rename(out)
+        calls.append(out)
+        return out
+
+    monkeypatch.setattr(convert, "convert_gguf", copy)
+    return calls
+
+
+@pytest.fixture
 def user_folder(good_cache, tmp_path):
     """A copy of the converted checkpoint outside any cache and without a manifest: a folder teachllm did not make."""
     folder = tmp_path / "my-checkpoint"
@@ -137,7 +162,7 @@ def test_a_conversion_parses_the_gguf_file_once_and_leaves_gguf_as_it_was():
 
 
 # ---- damaged converted weights ---------------------------------------------------------------------
-def test_truncated_weights_are_converted_again(cache_copy, lm, capfd):
+def test_truncated_weights_are_converted_again(cache_copy, converted_by_copy, lm, capfd):
     weights = cache_copy / "model.safetensors"
     with open(weights, "r+b") as f:
         f.truncate(weights.stat().st_size // 2)
@@ -145,12 +170,13 @@ def test_truncated_weights_are_converted_again(cache_copy, lm, capfd):
     again = tl.load(device="cpu", dtype="float32", progress=False)
     notice = [line for line in capfd.readouterr().err.splitlines() if line.startswith("teachllm:")]
     assert len(notice) == 1 and "model.safetensors" in notice[0] and "converting" in notice[0]
+    assert converted_by_copy == [cache_copy]
     assert convert.verify(cache_copy, full=True) is None
     assert _same_logits(again, lm)
     assert _work_folders(cache_copy.parent) == []
 
 
-def test_weights_overwritten_in_the_middle_are_found_and_converted_again(cache_copy, lm, capfd):
+def test_weights_overwritten_in_the_middle_are_found_and_converted_again(cache_copy, converted_by_copy, lm, capfd):
     weights = cache_copy / "model.safetensors"
     with open(weights, "r+b") as f:
         f.seek(weights.stat().st_size // 2)
@@ -160,6 +186,7 @@ def test_weights_overwritten_in_the_middle_are_found_and_converted_again(cache_c
     again = tl.load(device="cpu", dtype="float32", progress=False)  # reading finds NaN, then the hash decides
     notice = [line for line in capfd.readouterr().err.splitlines() if line.startswith("teachllm:")]
     assert len(notice) == 1 and "model.safetensors" in notice[0] and "SHA-256" in notice[0]
+    assert converted_by_copy == [cache_copy]
     assert convert.verify(cache_copy, full=True) is None
     assert _same_logits(again, lm)
 
@@ -269,11 +296,12 @@ def test_a_users_folder_with_a_manifest_and_damaged_weights_is_never_deleted(goo
     assert (folder / "notes.txt").read_text() == "my notes"
 
 
-def test_a_users_file_in_the_cache_folder_survives_a_repair(cache_copy, lm, capfd):
+def test_a_users_file_in_the_cache_folder_survives_a_repair(cache_copy, converted_by_copy, lm, capfd):
     """In teachllm's own cache a damaged folder is converted again; only the files its manifest lists go."""
     (cache_copy / "notes.txt").write_text("my notes")
     _damage(cache_copy / "model.safetensors")
     again = tl.load(device="cpu", dtype="float32", progress=False)
+    assert converted_by_copy == [cache_copy]
     assert _same_logits(again, lm) and convert.verify(cache_copy, full=True) is None
     kept = [p for p in cache_copy.parent.glob(f"{cache_copy.name}.damaged-*") if p.is_dir()]
     assert [sorted(p.name for p in k.iterdir()) for k in kept] == [["notes.txt"]]
