@@ -18,21 +18,20 @@ demo: setup
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
-# Each pytest run ends with its peak resident memory (the tests' process and the largest it started: the notebook
-# kernels) and its slowest files; the last line is the whole run's time. Each edition's notebooks run once: on a CPU
-# with AVX-512 the Chinese edition's run under AVX2 dispatch (see test-avx2), so that one run sees both families of
-# kernels; both editions run the same code and print the same numbers (tests/test_notebooks.py).
+# Each pytest run ends with its peak resident memory and its slowest files; the last two lines are the whole run's:
+# the most memory all its processes held at once (tests, notebook kernels, sandboxes, Chromium; scripts/peak_memory.py)
+# and its time. Each edition's notebooks run once: on a CPU with AVX-512 the Chinese edition's run under AVX2 dispatch
+# (see test-avx2), so that one run sees both families of kernels; both editions run the same code and print the same
+# numbers (tests/test_notebooks.py).
 HAS_AVX512 ?= $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo yes)
 ZH_KERNELS = $(if $(HAS_AVX512),$(AVX2))
 
 test: setup
-	@start=$$(date +%s); \
+	@$(PY) scripts/peak_memory.py --label "make test" -- bash -c '\
 	$(VENV)/bin/ruff check conftest.py teachllm tests scripts notebooks/conftest.py notebooks/src notebooks/solutions notebooks/grading notebooks/quizzes book \
 	&& $(PINNED) $(PY) -m pytest \
 	&& $(PINNED) $(PY) -m pytest $(NBVAL) notebooks/*.ipynb \
-	&& $(PINNED) $(ZH_KERNELS) $(PY) -m pytest $(NBVAL) notebooks/zh/*.ipynb; \
-	status=$$?; elapsed=$$(( $$(date +%s) - start )); \
-	echo "make test: $$(( elapsed / 60 )) min $$(( elapsed % 60 )) s, exit status $$status"; exit $$status
+	&& $(PINNED) $(ZH_KERNELS) $(PY) -m pytest $(NBVAL) notebooks/zh/*.ipynb'
 
 # The tests whose results depend on the CPU's kernels (marked `floating`), again with PyTorch, oneDNN, MKL and fbgemm
 # limited to their AVX2 kernels: what most laptops run (Intel's consumer chips since Alder Lake and AMD's before Zen 4
