@@ -7,12 +7,16 @@ a line break), no two siblings alike, "Contents" once. Every question of every c
 chapter's answer key. No page ends in an empty code frame (a frame whose code went on to the next page), and no frame
 that fits on one page is split across two.
 
-Each PDF is read once (a module-level cache). Without the PDFs the test is skipped, except under CI=true, where it
-fails (.ci/run runs `make pdf` first)."""
+Each PDF is read once (a module-level cache). Reading is pure Python (pypdf parses every page's content stream for
+its text, and again for its frames) and the four readings (two editions, text and frames) do not depend on each
+other, so they run at once in two worker processes the first time any of them is needed. Without the PDFs the test
+is skipped, except under CI=true, where it fails (.ci/run runs `make pdf` first)."""
 
 import functools
+import multiprocessing
 import re
 import unicodedata
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -45,9 +49,29 @@ def _read(path: Path):
     return pypdf.PdfReader(path)
 
 
+def read_pages(path: str, kind: str) -> tuple:
+    """Each page's text ("text") or code frames ("frames") of the PDF at `path`: what a worker process computes."""
+    import pypdf
+
+    pdf = pypdf.PdfReader(path)
+    if kind == "text":
+        return tuple(page.extract_text() for page in pdf.pages)
+    return tuple(frames(pdf, page) for page in pdf.pages)
+
+
 @functools.cache
+def readings() -> dict[tuple[str, str], tuple]:
+    """(edition, "text" | "frames") → read_pages, for every edition whose PDF exists, two at a time."""
+    jobs = [(lang, kind) for lang in EDITIONS for kind in ("text", "frames") if (PDF / EDITIONS[lang][0]).is_file()]
+    # spawn, not fork: this process has PyTorch's threads running, which a forked child would inherit half-made
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {job: pool.submit(read_pages, str(PDF / EDITIONS[job[0]][0]), job[1]) for job in jobs}
+        return {job: future.result() for job, future in futures.items()}
+
+
 def page_texts(lang: str) -> tuple[str, ...]:
-    return tuple(page.extract_text() for page in reader(lang).pages)
+    reader(lang)  # skips (or fails under CI=true) when the PDF is missing
+    return readings()[lang, "text"]
 
 
 def spaced(text: str) -> str:
@@ -311,10 +335,9 @@ def frames(pdf, page) -> list[tuple[float, float, int]]:
             for x0, y0, x1, y1 in boxes if x1 - x0 > column / 2 and y1 - y0 > 6]
 
 
-@functools.cache
 def page_frames(lang: str) -> tuple[list, ...]:
-    pdf = reader(lang)
-    return tuple(frames(pdf, page) for page in pdf.pages)
+    reader(lang)
+    return readings()[lang, "frames"]
 
 
 @pytest.mark.parametrize("lang", EDITIONS)
