@@ -60,12 +60,17 @@ def read_slide(markup: str) -> dict:
         if (plain := text_of(chunk)) and 'class="continued"' not in chunk:
             rows += math.ceil(display_width(plain) / TEXT_COLUMNS)
     visual = r'class="figure"|<img|class="widget-note"|class="teachllm-live"'
-    opens = bool(first) and (first[1] in ("h1", "h2") and 'class="running"' not in first[2]
+    running = bool(first) and first[1] == "h2" and "running" in first[2]  # a running header, titled or not
+    opens = bool(first) and (first[1] in ("h1", "h2") and not running
                              or 'class="stop-title"' in first[2])  # a section's first slide, a title
+    header = re.match(r"\s*<h2[^>]*>(.*?)</h2>", body, re.S) if running else None
+    section = re.search(r'<span class="section">(.*?)</span>', header[1], re.S) if header else None
     return {"first": (first[1], first[2]) if first else ("", ""), "headings": headings, "rows": rows,
             "visual": bool(re.search(visual, body)), "title": "<h1" in body,
-            "continued": 'class="running"' in body or 'class="continued"' in body, "notes": text_of(notes),
-            "html": body, "section": opens}
+            # a continuation: a slide that opens with the continuation mark (a slide the author titled has none)
+            "continued": bool(header) and 'class="mark"' in header[1], "titled": bool(section),
+            "running": text_of(section[1]) if section else text_of(header[1]) if header else "",
+            "notes": text_of(notes), "html": body, "section": opens}
 
 
 def read_deck(page: str) -> list[dict]:
@@ -89,17 +94,20 @@ def decks() -> dict[str, list[dict]]:
 
 
 def untitled(slides: list[dict]) -> list[int]:
-    """Slides that do not open with their section's title: a heading of their own, or a running header that
-    repeats the last section heading and ends with the continuation mark."""
+    """Slides that do not open with their section's title: a heading of their own, a running header that
+    repeats the last section heading and ends with the continuation mark, or (a slide the author titled) one
+    whose first line repeats the section heading, its own title below."""
     found, section = [], None
     for k, slide in enumerate(slides):
         tag, attrs = slide["first"]
-        if tag in ("h1", "h2") and 'class="running"' not in attrs or 'class="stop-title"' in attrs:
+        if slide["section"]:
             section = slide["headings"][0][2]
             continue
-        header = slide["headings"][0][2] if slide["headings"] else ""
         mark = r"\s*(\(continued\)|（续）)"
-        if tag != "h2" or section is None or not re.fullmatch(re.escape(section) + mark, header):
+        if slide["titled"]:
+            if section is None or slide["running"] != section:
+                found.append(k)
+        elif tag != "h2" or section is None or not re.fullmatch(re.escape(section) + mark, slide["running"]):
             found.append(k)
     return found
 
@@ -145,7 +153,7 @@ def test_no_two_slides_of_a_section_would_fit_on_one():
             for k in range(1, len(slides)):
                 a, b = slides[k - 1], slides[k]
                 rest = sum(block.height for block in b.blocks if block.kind != "running")
-                assert a.section != b.section or a.height + rest > build_slides.BUDGET, \
+                assert a.section != b.section or a.part != b.part or a.height + rest > build_slides.BUDGET, \
                     f"{path.name}: slides #/{k - 1} and #/{k} ({a.section}) fit on one ({a.height:.0f} + {rest:.0f} px)"
 
 
