@@ -422,16 +422,23 @@ def slide_choice(cell, where: str, lang: str) -> dict:
     if unknown := set(choice) - CHOICES[cell.cell_type]:
         raise DeckError(f"{where}: a {cell.cell_type} cell's slide metadata takes {', '.join(sorted(CHOICES[cell.cell_type]))}"
                         f", not {', '.join(sorted(unknown))}")
-    title = choice.get("title")
-    if title is not None and not (isinstance(title, dict) and all(isinstance(title.get(k), str) and title[k].strip()
-                                                                   for k in WORDS) and set(title) <= {*WORDS, "at"}):
-        raise DeckError(f"{where}: slide.title is {title!r}; give the slide's title in every edition, "
-                        f'e.g. {{"en": "Entropy against temperature", "zh": "熵随温度的变化"}}')
-    at = (title or {}).get("at", 1)
-    if isinstance(at, bool) or not isinstance(at, int) or at < 1 or (at > 1 and cell.cell_type != "markdown"):
-        raise DeckError(f"{where}: slide.title's \"at\" is {at!r}; give the number (from 1) of the Markdown "
-                        "block the titled slide starts with")
+    for title in titles(choice):
+        if not (isinstance(title, dict) and all(isinstance(title.get(k), str) and title[k].strip() for k in WORDS)
+                and set(title) <= {*WORDS, "at"}):
+            raise DeckError(f"{where}: slide.title is {title!r}; give the slide's title in every edition, "
+                            f'e.g. {{"en": "Entropy against temperature", "zh": "熵随温度的变化"}} (or a list of '
+                            "them, each with its \"at\")")
+        at = title.get("at", 1)
+        if isinstance(at, bool) or not isinstance(at, int) or at < 1 or (at > 1 and cell.cell_type != "markdown"):
+            raise DeckError(f"{where}: slide.title's \"at\" is {at!r}; give the number (from 1) of the Markdown "
+                            "block the titled slide starts with")
     return choice
+
+
+def titles(choice: dict) -> list:
+    """slide.title as a list: one title ({"en", "zh", "at"}) or several, for slides that start inside the cell."""
+    title = choice.get("title")
+    return [] if title is None else title if isinstance(title, list) else [title]
 
 
 def said_blocks(choice: dict, blocks: list[Block], where: str) -> set[int]:
@@ -679,7 +686,7 @@ def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = N
         if cell.cell_type == "markdown":
             blocks = prose_blocks(cell.source, lang)
             count = len(blocks)
-            at = choice.get("title", {}).get("at", 1)
+            at = max([t.get("at", 1) for t in titles(choice)] or [1])
             if (isinstance(choice.get("say"), list) or at > 1) and original is not None:
                 kinds = block_kinds(original, "en")  # the translation may add blocks after them (a legend)
                 if kinds != [b.kind for b in blocks[:len(kinds)]]:
@@ -711,18 +718,26 @@ def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = N
             if code:
                 code[0].keep = bool(outputs)  # a cell's code stays with the start of its output
             blocks, quiet = [*code, *outputs], set()
-        if "title" in choice:
-            at = choice["title"].get("at", 1) - 1  # the titled slide starts with this block of the cell
+        breaks = []
+        for title in titles(choice):
+            at = title.get("at", 1) - 1  # the titled slide starts with this block of the cell
             if blocks and at >= len(blocks):
                 raise DeckError(f"{where}: slide.title's \"at\" is {at + 1}, and the cell has {len(blocks)} "
                                 "block(s)")
-            if blocks and blocks[at].level:
+            if blocks and blocks[at].level in (1, 2):
                 raise DeckError(f"{where}: slide.title before a heading; the heading is its slide's title already")
-            if display_width(shown_text(choice["title"][lang])) > PART_TITLE:
-                raise DeckError(f"{where}: slide.title {choice['title'][lang]!r} is too long for one line; keep it "
-                                f"under {PART_TITLE} characters (a Chinese character counts two)")
-            title = markdown().renderInline(myst_roles(choice["title"][lang], lang))
-            blocks.insert(at, Block("", 0, kind="break", title=title))
+            breaks.append((at, markdown().renderInline(myst_roles(title[lang], lang))))
+        for k, block in enumerate(blocks):  # a ### heading starts a slide titled by it
+            if block.level == 3:
+                breaks.append((k, re.sub(r"^\s*<h3[^>]*>|</h3>\s*$", "", block.html)))  # HTML already
+        for at, text in sorted(breaks, reverse=True):
+            if display_width(shown_text(html.unescape(re.sub(r"<[^>]+>", "", text)))) > PART_TITLE:
+                raise DeckError(f"{where}: the slide title {text!r} is too long for one line; keep it under "
+                                f"{PART_TITLE} characters (a Chinese character counts two)")
+            if blocks and blocks[at].level == 3:
+                blocks[at] = Block("", 0, kind="break", title=text)
+                continue
+            blocks.insert(at, Block("", 0, kind="break", title=text))
             quiet = {k + (k >= at) for k in quiet}
         for k, block in enumerate(blocks):
             if k in quiet:
