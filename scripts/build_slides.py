@@ -8,25 +8,59 @@
                                            (copied unchanged), deck.css and deck.js: nothing is fetched
 
 No second copy of the prose: a deck is the notebook's cells (prose, code and its outputs; `skip` cells, exercises
-and checks are left out), section by section. Each section (`#` or `##` heading; "## Summary" is one of its own)
-starts a new slide, and its blocks fill slides while they fit; every slide after a section's first opens with a
-running header, "6.3 Temperature (continued)" / "6.3 温度（续）", so the room always knows where it is. A slide is
-1280×720 and never scaled: code is at least 20 px, and what does not fit moves on, never shrunk: a long listing
-is split between lines, never leaving fewer than 3 of them on either side; a heading, a lead-in ("Why:") or a
-code cell stays with the start of what follows; a slide with fewer than 3 lines of text (no figure, widget or
-title) takes the end of the slide before it. The lecture deck takes the sections the lecture path
+and checks are left out), section by section, showing what the chapter's author chose for the room (below, "What
+a slide shows"). Each section (`#` or `##` heading; "## Summary" is one of its own) starts a new slide; a slide
+the author titled starts a slide of its own, under the section's title; blocks fill slides while they fit, and a
+slide that only carries on the one before opens with a running header, "6.3 Temperature (continued)" /
+"6.3 温度（续）", so the room always knows where it is. A slide is 1280×720 and never scaled: code is at least
+20 px, and what does not fit moves on, never shrunk: a long listing is split between lines, never leaving fewer
+than 3 of them on either side; a heading, a lead-in ("Why:") or a code cell stays with the start of what
+follows; a slide with fewer than 3 lines of text (no figure, widget or title) takes the end of the slide before
+it. The lecture deck takes the sections the lecture path
 (book/lecture-path.md) names, stop by stop, each stop opening with its own slide. Speaker notes (reveal.js's
 presenter view: press S) come from the lecturer's guide: a chapter's plan on its first slide, what to run and ask
 where the guide names a section, and from the lecture path's "say" and "ask" lines in the lecture deck; a section
 neither names still gets a note on its first slide, made from the section itself and saying so: its first
-sentence and what its slides show (section_note). Their maths is plain text ("2 · layers · s²"), since the
-presenter view does not typeset. In the presenter view the current and the next slide are the deck again, in
-frames: there (and only there) reveal.js may scale a slide down, so each shows whole at any window size.
+sentence and what its slides show (section_note); prose the author chose to say (slide.say) goes to the notes of
+its slide. Their maths is plain text ("2 · layers · s²"), since the presenter view does not typeset. In the
+presenter view the current and the next slide are the deck again, in frames: there (and only there) reveal.js
+may scale a slide down, so each shows whole at any window size, and each frame starts below a band that holds
+the window's labels and layout menu, so they cover no slide.
+
+What a slide shows: the author chooses it in the chapter's source, notebooks/src/NN-name.py, as cell metadata on
+the cell's `# %%` line (jupytext), so both editions get the same choices and `scripts/build_notebooks.py
+--metadata-only NN` carries them into the committed notebooks without running a cell; the notebook itself still
+shows everything. The key is `slide`, an object:
+
+    # %% slide={"code": [[3, 8], -1], "output": [1, [5, 9]]}
+    # %% slide={"code": false}                       (a setup cell, or a figure whose plotting code is not the point)
+    # %% [markdown] slide={"say": ["The two ends are", 3]}
+    # %% [markdown] slide={"title": {"en": "Entropy against temperature", "zh": "熵随温度的变化"}}
+    # %% [markdown] slide={"title": [{"en": "…", "zh": "…"}, {"en": "…", "zh": "…", "at": "**Min-p: transformers"}]}
+
+- "code" (code cell): the lines of the cell the slide shows, 1-based, [first, last] ranges and negative numbers
+  from the end; each run left out shows as one `# ⋯` line at its indentation, and what is left must still parse
+  as Python (a fold that cuts a statement in two is refused). false shows no code, only what the cell made.
+- "output" (code cell): the lines of what the cell printed, the same way (a folded run shows as `⋯`); false
+  shows none of it. Figures and widgets are always shown.
+- "say" (Markdown cell): the blocks (paragraph, list, table, formula) said rather than shown: they go to the
+  speaker notes of the slide they would have been on. true says every block but the headings. A block is named
+  by its first words in the English cell ("The two ends are"), which survive edits around it, or by its number
+  (from 1, headings counted). A translation must have the English cell's blocks (it may add some after them,
+  a legend): the build refuses a cell where it does not.
+- "title": this cell starts a slide of its own, with this title in each edition under the section's title
+  (at most PART_TITLE characters, one line); "at" starts it at a block inside a Markdown cell (first words or
+  number), and a list gives several. A `###` heading starts such a slide too, titled by itself.
+
+A choice the build cannot keep (a line or a block that is not there, a key a cell does not take, a title missing
+an edition) stops the build with a DeckError naming the notebook and the cell.
 
 A widget runs on its slide as it does in the book, with no kernel: the notebook saves each widget's static form
 (application/vnd.teachllm.widget+json, teachllm/viz/static.py), the slide carries it beside the book's
 <div class="teachllm-live">, and book/_static/teachllm-widgets.js draws it; deck.js only fixes the size of its
-figure to what the slide leaves it.
+figure to what the slide leaves it. A figure's text (tick labels, titles, legends, annotations, a widget's figure
+too) is drawn at least FIGURE_FONT px on the slide (the notebook's 12 px is for a screen at arm's length), and a
+log axis then labels its powers of ten only.
 
 A notebook the decks cannot be built from (every cell left out, no title in the first cell, a figure whose
 height is not a number), or a lecture path that names a section a chapter does not have, stops the build with
@@ -81,6 +115,8 @@ TEXT_LINE, CODE_LINE, TABLE_LINE = 34, 26, 26  # line heights in px
 TEXT_COLUMNS = (WIDTH - 2 * PAD_X) / (TEXT_PX * 0.55)  # average Latin glyph ≈ 0.55 em; a Chinese one is 1 em (2 units)
 CODE_COLUMNS = int((WIDTH - 2 * PAD_X - 28) / (CODE_PX * 0.602))  # a monospace glyph is 0.602 em
 FIGURE_MAX = 520
+FIGURE_FONT, FIGURE_TITLE = 16, 20  # the least size (px) of a figure's text on a slide, of its title (deck.js)
+SPEAKER_BAND = 42  # px above each frame of the speaker window, for its labels (notes.js: 34 px high)
 
 WORDS = {"en": {"continued": " (continued)", "widget": "Interactive widget <code>{w}</code>: open this chapter's "
                 "notebook in JupyterLab to use it.", "lecture": "The inference lecture: from logits to the KV cache"},
@@ -361,10 +397,12 @@ CHOICES = {"code": {"title", "code", "output"}, "markdown": {"title", "say"}}
 def chosen_lines(spec, count: int, where: str, what: str) -> list[int]:
     """The 0-based line numbers a line spec names: [1, [3, 5], -1] is the first line, the third to the fifth and
     the last (1-based, inclusive, a negative number counts from the end); a DeckError naming `where` otherwise."""
+    unit, whole = ("block", "the cell") if what in ("say", "title") else ("line", f"the {what}")
+
     def line(k) -> int:
         if isinstance(k, bool) or not isinstance(k, int) or k == 0 or not -count <= k <= count:
-            raise DeckError(f"{where}: slide.{what} names line {k!r}, and the {what} has {count} line(s); give "
-                            f"line numbers from 1 to {count} (or -1 for the last), e.g. [1, [3, 5], -1]")
+            raise DeckError(f"{where}: slide.{what} names {unit} {k!r}, and {whole} has {count} {unit}(s); give "
+                            f"{unit} numbers from 1 to {count} (or -1 for the last), e.g. [1, [3, 5], -1]")
         return k - 1 if k > 0 else count + k
 
     if not isinstance(spec, list) or not spec:
@@ -420,7 +458,8 @@ def slide_choice(cell, where: str, lang: str) -> dict:
     if not isinstance(choice, dict):
         raise DeckError(f"{where}: slide metadata is {choice!r}; give an object, e.g. slide={{\"say\": [2]}}")
     if unknown := set(choice) - CHOICES[cell.cell_type]:
-        raise DeckError(f"{where}: a {cell.cell_type} cell's slide metadata takes {', '.join(sorted(CHOICES[cell.cell_type]))}"
+        takes = ", ".join(sorted(CHOICES[cell.cell_type]))
+        raise DeckError(f"{where}: a {cell.cell_type} cell's slide metadata takes {takes}"
                         f", not {', '.join(sorted(unknown))}")
     for title in titles(choice):
         if not (isinstance(title, dict) and all(isinstance(title.get(k), str) and title[k].strip() for k in WORDS)
@@ -429,9 +468,10 @@ def slide_choice(cell, where: str, lang: str) -> dict:
                             f'e.g. {{"en": "Entropy against temperature", "zh": "熵随温度的变化"}} (or a list of '
                             "them, each with its \"at\")")
         at = title.get("at", 1)
-        if isinstance(at, bool) or not isinstance(at, int) or at < 1 or (at > 1 and cell.cell_type != "markdown"):
-            raise DeckError(f"{where}: slide.title's \"at\" is {at!r}; give the number (from 1) of the Markdown "
-                            "block the titled slide starts with")
+        if isinstance(at, bool) or not isinstance(at, int | str) or isinstance(at, int) and at < 1 or \
+                (at != 1 and cell.cell_type != "markdown"):
+            raise DeckError(f"{where}: slide.title's \"at\" is {at!r}; give the Markdown block the titled slide "
+                            "starts with: its number (from 1) or its first words")
     return choice
 
 
@@ -441,15 +481,34 @@ def titles(choice: dict) -> list:
     return [] if title is None else title if isinstance(title, list) else [title]
 
 
-def said_blocks(choice: dict, blocks: list[Block], where: str) -> set[int]:
+def block_index(item, reference: list[Block], where: str, what: str) -> int:
+    """The 0-based number of the block a choice names in its cell: by number (from 1, headings counted), or by how
+    its Markdown starts in the English cell ("The first two rows"), which stays right when the prose around it
+    changes; a DeckError when no block, or more than one, starts so."""
+    if isinstance(item, str):
+        found = [k for k, b in enumerate(reference) if (b.source or "\n".join(b.lines or [])).strip().startswith(item)]
+        if len(found) != 1:
+            raise DeckError(f"{where}: slide.{what} names the block starting {item!r}, and {len(found) or 'no'} "
+                            f"block(s) of the English cell start so; quote more of its first words")
+        return found[0]
+    return chosen_lines([item], len(reference), where, what)[0]
+
+
+def said_blocks(choice: dict, blocks: list[Block], reference: list[Block], where: str) -> set[int]:
     """The 0-based numbers of the prose blocks a Markdown cell says rather than shows (slide.say: true, every block
-    but its headings; or a list of block numbers, from 1, headings counted, as in the cell)."""
+    but its headings; or a list of blocks, each by number, from 1, headings counted, or by its first words in the
+    English cell, `reference`)."""
     say = choice.get("say")
     if say is None or say is False:
         return set()
     if say is True:
         return {k for k, b in enumerate(blocks) if not b.level}
-    picked = set(chosen_lines(say, len(blocks), where, "say"))
+    if not isinstance(say, list) or not say:
+        raise DeckError(f"{where}: slide.say is {say!r}; give true, or the blocks to say as a list, e.g. "
+                        '[2, "The first two rows"]')
+    numbers = [item for item in say if not isinstance(item, str)]
+    picked = set(chosen_lines(numbers, len(reference), where, "say")) if numbers else set()
+    picked |= {block_index(item, reference, where, "say") for item in say if isinstance(item, str)}
     if headings := [k + 1 for k in sorted(picked) if blocks[k].level]:
         raise DeckError(f"{where}: slide.say names block {headings[0]}, a heading; a heading is always shown")
     return picked
@@ -542,8 +601,9 @@ def pack_section(section: Section, lang: str) -> list[Slide]:
     heading, each one after with a running header; where the author started a slide with a title (slide.title),
     a slide opens with that title under the section's, and the blocks after it fill slides of their own from
     there. A block goes on while it fits; a heading, a lead-in or a code cell stays on the slide where the block
-    after it starts; a figure may be drawn smaller (down to FIGURE_MIN) to stay by its text (before or after it); a listing too long
-    for the room left is split between its lines, never leaving fewer than MIN_ROWS of them on either side."""
+    after it starts; a figure may be drawn smaller (down to FIGURE_MIN) to stay by its text (before or after it);
+    a listing too long for the room left is split between its lines, never leaving fewer than MIN_ROWS of them on
+    either side."""
     parts, slides = [("", [])], []
     for block in section.blocks:
         if block.kind == "break":
@@ -685,9 +745,10 @@ def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = N
         choice = slide_choice(cell, where, lang)
         if cell.cell_type == "markdown":
             blocks = prose_blocks(cell.source, lang)
+            reference = blocks if original is None else prose_blocks(original, "en")  # the English cell's blocks
             count = len(blocks)
-            at = max([t.get("at", 1) for t in titles(choice)] or [1])
-            if (isinstance(choice.get("say"), list) or at > 1) and original is not None:
+            if (isinstance(choice.get("say"), list) or any(t.get("at", 1) != 1 for t in titles(choice))) and \
+                    original is not None:
                 kinds = block_kinds(original, "en")  # the translation may add blocks after them (a legend)
                 if kinds != [b.kind for b in blocks[:len(kinds)]]:
                     raise DeckError(f"{where}: slide.say and slide.title's \"at\" choose blocks by number, and "
@@ -696,7 +757,7 @@ def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = N
                                     f"English cell's ({', '.join(k.removesuffix('_open') for k in kinds)}); split "
                                     "or join its paragraphs as the English does")
                 count = len(kinds)
-            quiet = said_blocks(choice, blocks[:count], where)
+            quiet = said_blocks(choice, blocks[:count], reference, where)
         else:
             outputs = output_blocks(cell, lang, figure_ids, where)
             if outputs and outputs[0].kind == "output" and "output" in choice:  # the text the cell printed
@@ -717,10 +778,11 @@ def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = N
                 code = [code_block("\n".join(folded(lines, keep, FOLD_CODE)))]
             if code:
                 code[0].keep = bool(outputs)  # a cell's code stays with the start of its output
-            blocks, quiet = [*code, *outputs], set()
+            blocks, quiet, reference = [*code, *outputs], set(), []
         breaks = []
         for title in titles(choice):
-            at = title.get("at", 1) - 1  # the titled slide starts with this block of the cell
+            at = 0 if title.get("at", 1) == 1 else block_index(title["at"], reference, where, "title")
+            # the titled slide starts with block `at` of the cell
             if blocks and at >= len(blocks):
                 raise DeckError(f"{where}: slide.title's \"at\" is {at + 1}, and the cell has {len(blocks)} "
                                 "block(s)")
@@ -1034,12 +1096,45 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     Plotly.react = function (div, data, layout, config) {
       var root = div && div.closest && div.closest(".teachllm-live");
       if (root && root.dataset.figureHeight) {
-        layout = Object.assign({}, layout, {width: __WIDGET_WIDTH__, height: Number(root.dataset.figureHeight),
-                                            autosize: false});
+        layout = Object.assign(roomFonts(layout, true), {width: __WIDGET_WIDTH__,
+                                                         height: Number(root.dataset.figureHeight), autosize: false});
+        data = (data || []).map(function (trace) { return roomFonts(trace, false); });
         config = Object.assign({}, config, {responsive: false});
       }
       return react.call(Plotly, div, data, layout, config);
     };
+  }
+
+  // A figure's text read from the back of a room: every font of a figure (its layout's, its axes' tick labels,
+  // titles, legend, annotations, a trace's text) at least __FIGURE_FONT__ px on the 1280 px slide, a title
+  // __FIGURE_TITLE__ px; the notebook's own figure (12-13 px, for a screen at arm's length) is left as it is.
+  function roomFonts(spec, isLayout) {
+    var copy = JSON.parse(JSON.stringify(spec || {}));
+    (function walk(o, inTitle) {
+      if (Array.isArray(o)) { o.forEach(function (x) { walk(x, inTitle); }); return; }
+      if (!o || typeof o !== "object") { return; }
+      Object.keys(o).forEach(function (k) {
+        var v = o[k];
+        if (/font$/i.test(k) && v && typeof v === "object" && !Array.isArray(v)) {
+          var least = inTitle || k === "titlefont" ? __FIGURE_TITLE__ : __FIGURE_FONT__;
+          if (typeof v.size !== "number" || v.size < least) { v.size = least; }
+        }
+        walk(v, inTitle || k === "title");
+      });
+    })(copy, false);
+    if (!isLayout && typeof copy.mode === "string" && copy.mode.indexOf("text") >= 0 && copy.cliponaxis === undefined) {
+      copy.cliponaxis = false;  // a point's label, larger now, is not cut off at the edge of the plot
+    }
+    if (isLayout) {  // a layout's own font, which its axes, legend and annotations inherit
+      Object.keys(copy).forEach(function (k) {  // a log axis labels its powers of ten only: its small digits crowd
+        var axis = copy[k];
+        if (/^[xy]axis\\d*$/.test(k) && axis && axis.type === "log" && axis.dtick === undefined &&
+            axis.tickvals === undefined) { axis.dtick = 1; }
+      });
+      copy.font = Object.assign({}, copy.font);
+      if (typeof copy.font.size !== "number" || copy.font.size < __FIGURE_FONT__) { copy.font.size = __FIGURE_FONT__; }
+    }
+    return copy;
   }
   var continued = marks[document.documentElement.lang.indexOf("zh") === 0 ? "zh" : "en"];
 
@@ -1166,6 +1261,30 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     });
   }
 
+  // The speaker window (notes.js writes it into a window it opens) labels its two frames "Current"/"Upcoming"
+  // and puts its layout menu at the top right, over the slides' headers; here each frame starts below a band
+  // that holds them, so nothing covers a slide.
+  if (!receiver) {
+    var open = window.open;
+    window.open = function () {
+      var speaker = open.apply(window, arguments);
+      var tries = 0;
+      var timer = setInterval(function () {
+        var doc = null;
+        try { doc = speaker && speaker.document; } catch (e) { clearInterval(timer); return; }
+        if (doc && doc.getElementById("upcoming-slide") && doc.head) {
+          var style = doc.createElement("style");
+          style.id = "teachllm-speaker-band";
+          style.textContent = "#current-slide, #upcoming-slide { box-sizing: border-box; padding-top: __BAND__px; }" +
+            " #current-slide .label, #upcoming-slide .label, #speaker-layout { top: 4px; }";
+          doc.head.appendChild(style);
+          clearInterval(timer);
+        } else if (++tries > 100) { clearInterval(timer); }
+      }, 50);
+      return speaker;
+    };
+  }
+
   function start() {
     paginate();
     Reveal.initialize({width: 1280, height: 720, margin: 0, minScale: receiver ? 0.05 : 1, maxScale: 1,
@@ -1176,7 +1295,8 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
         var spec = document.getElementById(div.id + "-json");
         if (!spec || typeof Plotly === "undefined") { return; }
         var fig = JSON.parse(spec.textContent);
-        Plotly.newPlot(div, fig.data, fig.layout, {displaylogo: false, responsive: false});
+        var data = (fig.data || []).map(function (t) { return roomFonts(t, false); });
+        Plotly.newPlot(div, data, roomFonts(fig.layout, true), {displaylogo: false, responsive: false});
       });
     });
   }
@@ -1188,7 +1308,8 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
       .then(start, start);
   });
 })();
-""".replace("__WIDGET_WIDTH__", str(WIDTH - 2 * PAD_X - 20)).replace(
+""".replace("__WIDGET_WIDTH__", str(WIDTH - 2 * PAD_X - 20)).replace("__FIGURE_FONT__", str(FIGURE_FONT)).replace(
+    "__FIGURE_TITLE__", str(FIGURE_TITLE)).replace("__BAND__", str(SPEAKER_BAND)).replace(
     "__MARKS__", json.dumps({lang: words["continued"] for lang, words in WORDS.items()}, ensure_ascii=False))
 
 

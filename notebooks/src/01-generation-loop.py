@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2, 3, 6]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "The word *decode*", "Everything runs on"]}
 # # Chapter 1 · The generation loop
 #
 # **What you will see.** One prompt travels through every stage of text generation on a real model,
@@ -30,7 +30,7 @@ torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct: CUDA + bfloat16 if there is a GPU, else CPU + float32
 lm
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [3]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["Prefill runs once"]}
 # ## 1.1 The pipeline
 #
 # | stage | input | output | teachllm |
@@ -72,7 +72,7 @@ notes_call = lm.generate(prompt, tl.SamplingParams(max_tokens=100, temperature=0
 print(repr(notes_call.text))
 print(viz.tr("{n} tokens, finished because: {reason}", n=len(notes_call.token_ids), reason=notes_call.finish_reason))
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The model never"]}
 # ## 1.2 Stage 1 — tokenize
 #
 # The model never sees characters, only integer ids from a fixed vocabulary (49,152 entries here).
@@ -174,7 +174,7 @@ for step in tl.generation_steps(lm, [ids], params):
     print(f"{step.index + 1:>4}  {viz.pad(viz.tr(step.phase), 8)} {lm.tokenizer.token_text(token)!r:<12} {float(p):>6.3f}  "
           f"{step.cache.length:>12}")
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [4]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["Timings depend on"]}
 # ## 1.8 The numbers an engine reports
 #
 # | metric | definition | what it measures |
@@ -205,7 +205,7 @@ print(viz.tr("tokens/s              {rate:7.1f}   = {n_out} output tokens ÷ end
 print(viz.tr("decode rate           {rate:7.1f}   = 1 ÷ TPOT, tokens per second after the first", rate=1 / m.tpot_s))
 assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_s  # the definition
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [6, 7, 8]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["After each exercise,", "Worked answers are", "Work in the cells"]}
 # Compare the two phases: prefill handled all the prompt's tokens in one pass, a decode step handled one.
 # Per token, prefill is far cheaper (divide TTFT by the number of prompt tokens). Why processing $N$
 # tokens at once costs much less than $N$ single steps is the question of chapters 5 and 10.

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 2 · Tokens
 #
 # **What you will see.** The first and last stages of the pipeline from chapter 1: the tokenizer that turns
@@ -31,7 +31,7 @@ lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer  # the tokenizer that came with the checkpoint
 tok
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [4]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The tokenization example"]}
 # ## 2.1 Text → ids → pieces → text
 #
 # Four calls cover everything a student needs:
@@ -55,7 +55,7 @@ for token_id, piece in zip(ids, tok.pieces(ids), strict=True):
 assert tok.decode(ids) == text  # the round trip loses nothing
 print("decoded:", repr(tok.decode(ids)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [3]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["*LLM Generation Process*"]}
 # A space belongs to the word **after** it: `' how'` is one token, and the vocabulary stores it as `'Ġhow'`.
 # SmolLM2 works on bytes (section 2.7), and stores each byte as a printable character; the space byte is
 # shown as `Ġ`. `token_text` turns it back into a real space.
@@ -124,7 +124,7 @@ print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
 print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
 print(viz.tr("decoded without special tokens:"), repr(tok.decode(ids, skip_special_tokens=True)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [5, 6, 7]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Three subword methods", "| **BPE** (byte", "The lengths of"]}
 # `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made
 # of ordinary tokens (`'assistant'` is even two: `'ass'` + `'istant'`). The template begins with
 # `<|im_start|>`, which SmolLM2's configuration also names its BOS token — so for this model "BOS" comes from
@@ -156,7 +156,7 @@ n_words, n_chars, n_subwords = len(sentence.split()), len(sentence), len(tok.enc
 print(f"word-level: {n_words} tokens, character-level: {n_chars} tokens, subword (SmolLM2): {n_subwords} tokens")
 print(tok.pieces(tok.encode(sentence)))
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [4]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The example of"]}
 # ## 2.5 BPE step by step: "low lower lowest"
 #
 # `teachllm.bpe` is a BPE trainer small enough to read (its test checks that it learns exactly the same
@@ -316,7 +316,7 @@ ids = tok.encode("🚀")
 for n in range(1, len(ids) + 1):
     print(f"decode(ids[:{n}]) = {tok.decode(ids[:n])!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What this model does with Chinese", "zh": "这个模型怎样处理中文"}, "say": [1, 2]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What this model does with Chinese", "zh": "这个模型怎样处理中文"}, "say": ["This matters in", "**What does this"]}
 # This matters in the decode loop: a program that prints each new token with `token_text` as it arrives
 # shows `'�'` in the middle of Chinese text. Chapter 9 shows how streaming holds back an unfinished
 # character until its last byte arrives.
@@ -332,7 +332,7 @@ print("continued:", repr(lm.generate(weather, tl.SamplingParams(temperature=0, m
 question = tok.apply_chat_template([{"role": "user", "content": "今天天气怎么样？"}])
 print("chat answer:", repr(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=24)).text))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The verdict", "zh": "结论"}, "say": [6, 7]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The verdict", "zh": "结论"}, "say": ["After each exercise,", "Work in the cells"]}
 # Plainly: not much. Four characters cost nine tokens, because SmolLM2's vocabulary was built from mostly
 # English text and few Chinese characters got a token of their own. The greedy continuation repeats 气 and
 # strings a few characters together without making a sentence, and in the chat template it echoes the

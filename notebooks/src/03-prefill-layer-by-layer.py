@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 3 · Prefill, layer by layer
 #
 # **What you will see.** The prefill pass of chapter 1, opened up. A twelve-token prompt goes through the
@@ -37,7 +37,7 @@ print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h
       f"KV heads n_kv = {cfg.n_kv_heads}, head dim d = {cfg.head_dim}, MLP width f = {cfg.intermediate_size}, "
       f"vocabulary V = {cfg.vocab_size:,}")
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [3, 4]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["| 1. run the", "Our prompt repeats"]}
 # ## 3.1 One inference gives logits, not a token
 #
 # The first point of Lecture 11: a call of the model returns **logits**, an unnormalised score for every
@@ -105,7 +105,7 @@ full_logits = lm.forward(ids)  # [1, S, V]: the same pass in one call
 assert torch.equal(stages[-1].output, full_logits)
 assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # the embedding is a table lookup
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to read from this", "zh": "从中读出什么"}, "say": [3]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to read from this", "zh": "从中读出什么"}, "say": ["That diagram has"]}
 # What to read from this:
 # - The **residual stream** keeps one shape, `[1, 12, 576]`, from the embedding to the final norm. Each
 #   layer reads it and *adds* its result to it; nothing is replaced. Only the LM head changes the width,
@@ -217,7 +217,7 @@ assert torch.allclose(pattern.float().sum(-1), torch.ones(S, device=lm.device), 
 prev = torch.stack([pattern[i, i - 1] for i in range(1, S)])
 print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev.mean())))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["In all rows but"]}
 # In all rows but one (the `.`, which looks at itself) the largest weight sits one place left of the
 # diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token $i - 1$ into
 # token $i$'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
@@ -302,7 +302,7 @@ for n_tokens in lengths:
 print(viz.tr("one position through the LM head: 2·h·V = {flops:,} FLOPs", flops=2 * cfg.hidden_size * cfg.vocab_size))
 assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share falls as the prompt grows
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["For this small"]}
 # For this small model the vocabulary is large compared with the layers, so the LM head is a big share of
 # a full forward pass: for short prompts, projecting one row instead of all of them removes about a fifth
 # of the work (19% at 12 tokens, 17% at 1,000). The share is not fixed, though. The LM head and the
@@ -350,7 +350,7 @@ explorer = AttentionExplorer(lm, prompt, n_decode=0)
 explorer.layer.value, explorer.head.value = 1, 2
 explorer
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [4]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["teachllm's real code"]}
 # ## 3.7 The course notes' prefill sketch and teachllm's code *(optional)*
 #
 # *LLM Generation Process* §2.3 sketches prefill like this (comments translated):
@@ -385,7 +385,7 @@ print(inspect.getsource(tl.LanguageModel.prefill))
 # %% slide={"output": [[4, 6], [9, 14], 19]}
 print(inspect.getsource(Transformer.forward))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The sketch against teachllm", "zh": "课程资料的草图与 teachllm 对照"}, "say": [6, 7, 8]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The sketch against teachllm", "zh": "课程资料的草图与 teachllm 对照"}, "say": ["After each exercise,", "Worked answers are", "Work in the cells"]}
 # | the course notes' sketch | teachllm | difference |
 # | --- | --- | --- |
 # | `model.embed_tokens(input_ids)` | `self.embed_tokens(ids)` | same |

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 4 · The KV cache
 #
 # **What you will see.** The derivation of the KV cache in Lecture 11, redone with numbers. We append one token
@@ -84,7 +84,7 @@ print(f"{'':>9}{'logits':<10}{str(tuple(short_logits.shape)) + ' → ' + str(tup
 print(viz.tr("new column (key 12) in the old rows: scores all -inf:"), bool(b.scores[0, :, :S, S].isinf().all()),
       viz.tr("| probs all 0:"), bool((b.probs[0, :, :S, S] == 0).all()))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Head 2 of layer 1, key by key", "zh": "第 1 层 2 号头，逐个键对比"}, "say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Head 2 of layer 1, key by key", "zh": "第 1 层 2 号头，逐个键对比"}, "say": ["Every old row"]}
 # Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the
 # two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
 #
@@ -120,7 +120,7 @@ for x, y in zip(short_trace.layers, long_trace.layers, strict=True):
         assert same(getattr(x, name), getattr(y, name)[:, :, :S, :S])
 print(viz.tr("all {L} layers: every value of the 12 old tokens is unchanged by the 13th", L=L))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the new row needs", "zh": "新的一行需要什么"}, "say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the new row needs", "zh": "新的一行需要什么"}, "say": ["Why: the causal"]}
 # Why: the causal mask. Token $i$ reads only tokens $0, \dots, i$, in every layer, so nothing that comes after it
 # can change anything computed for it. That is the property that makes a cache correct: what was computed
 # for old tokens stays valid forever. (A model whose tokens could see the future, such as BERT, would have
@@ -224,7 +224,7 @@ for i in range(L):
     assert same(cache.keys(i), long_trace.layers[i].k) and same(cache.values(i), long_trace.layers[i].v)
 print(viz.tr("slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V"))
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [4]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["For SmolLM2-135M in"]}
 # ## 4.3 How big is the cache?
 #
 # Per token, every layer keeps one key and one value vector per KV head:
@@ -236,7 +236,7 @@ print(viz.tr("slot 12 now holds the new token's K and V; all 13 slots = the 13-t
 # For SmolLM2-135M in float32 that is 2 · 30 · 3 · 64 · 4. The cache's own count and `tl.cost.kv_cache_bytes`
 # must agree with the formula, and with the tensors' real sizes:
 
-# %% slide={"code": [1, 4, [10, 12]]}
+# %% slide={"code": [1, 4]}
 per_token = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * cache.k.element_size()
 print(f"2 · {cfg.n_layers} · {cfg.n_kv_heads} · {cfg.head_dim} · {cache.k.element_size()} bytes = {per_token:,} "
       "bytes per token")
@@ -323,7 +323,7 @@ for i, cached in enumerate(step_logits):
     print(f"{i:>4}  {tok.token_text(generated[i])!r:<12}{str(same_token):>12}{str(close):>28}")
 print("generated:", repr(tok.decode(generated)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "How much work the cache saves", "zh": "缓存省下多少计算"}, "say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "How much work the cache saves", "zh": "缓存省下多少计算"}, "say": ["(The two paths"]}
 # (The two paths add the same numbers in a different order, so the logits differ in the last bits of
 # float32, never by more than the tolerance. teachllm's tests run this check on every supported model
 # family, batch 1 and batch 3.)
@@ -342,7 +342,7 @@ for prompt_len in (S, 1000):
                  "TFLOP ({ratio:4.1f}× less)", prompt=prompt_len, n=n, without=without / 1e12,
                  cached=with_cache / 1e12, ratio=without / with_cache))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "FLOPs are not time", "zh": "FLOPs 不等于时间"}, "say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "FLOPs are not time", "zh": "FLOPs 不等于时间"}, "say": ["The cost of the"]}
 # The cost of the cache is memory (4.3); the gain grows with the prompt, because without the cache every
 # step repeats the whole prompt.
 #
@@ -392,7 +392,7 @@ if abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio):
 else:
     print(viz.tr("on this machine the time ratio is nearer the FLOP ratio"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1, 3]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Where the time", "`cache_point` reads a"]}
 # Where the time ratio lands tells you what limits this machine at this length; the cell above prints which.
 # Near the bytes ratio, a step is **memory-bound**: the processor spends its time waiting for the weights
 # to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in that wait almost
@@ -425,7 +425,7 @@ cache_growth_figure(points)
 # %%
 CacheGrowthView(lm, prompt, params)
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [5, 6, 7]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Worked answers are", "Work in the cells"]}
 # ## Summary
 # - Appending a token leaves every old row unchanged — Q, K, V, scores, probabilities, outputs, logits —
 #   because of the causal mask. Only the new token's row is new.

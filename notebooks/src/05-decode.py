@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 5 · Decode
 #
 # **What you will see.** The second phase of generation. After prefill has filled the KV cache, each decode
@@ -70,7 +70,7 @@ for name in ("resid_in", "q", "k", "v", "scores", "probs", "attn_out"):
     print(f"  {name:<9}{tuple(getattr(t, name).shape)}")
 print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The mask is all"]}
 # The mask is all True: no causal mask is needed, because nothing in the cache comes after the new token.
 # (The mask exists for batches of prompts with different lengths, where it hides padding slots: exercise 3.)
 #
@@ -287,7 +287,7 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(lm, S)),  # lm
     tokens = c.length if c.phase == "prefill" else 1
     print(f"{name:<28}{tokens:>7}{c.flops / 1e9:>8.2f}{c.bytes / 1e6:>10.1f}{c.intensity:>11.1f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the numbers say", "zh": "这些数字说明什么"}, "say": [6, 7]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the numbers say", "zh": "这些数字说明什么"}, "say": ["After each exercise,", "Work in the cells"]}
 # In float32 a decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP:
 # about one FLOP for every two bytes (in bfloat16, as on a GPU, half the bytes: one FLOP per byte). Prefill
 # does the same weight reading for every token of the prompt at once, so its FLOPs per byte grow with the

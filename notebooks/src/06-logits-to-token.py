@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 6 · From logits to a token
 #
 # **What you will see.** The model's last layer gives a *score* for each of the 49,152 entries in its
@@ -46,7 +46,7 @@ def top_tokens(logits, n=6):
     return ", ".join(f"{tok.token_text(int(i))!r} {float(p):.3f}" for p, i in zip(top.values, top.indices, strict=True))
 
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [4]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["We use two prompts"]}
 # ## 6.1 Logits and probabilities
 #
 # The model's forward pass ends with the LM head: one score per vocabulary entry, for the position after
@@ -167,7 +167,7 @@ print("at T = 0.5:", ", ".join(f"{name} {viz.data.entropy_bits(sampling.apply_te
                                for name, logits in (("sure", sure), ("open", open_))))
 fig
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why temperature: it changes the odds", "zh": "为什么要有温度：它改变几率", "at": 2}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why temperature: it changes the odds", "zh": "为什么要有温度：它改变几率", "at": "**Why the lecture"}}
 # The same temperature does different things to the two prompts. At T = 0.5 the "sure" prompt is almost
 # greedy (0.08 bits), while the "open" one still spreads over several tokens (3.9 bits).
 #
@@ -186,7 +186,7 @@ for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_
     print(f"{label:<18} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}"
           f"   odds = {float(p[a] / p[b]):.3f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Top-k raises both"]}
 # Top-k raises both probabilities but keeps their odds (1.18). T = 0.5 squares them (1.18² ≈ 1.39).
 #
 # ## 6.4 Top-k sampling
@@ -208,7 +208,7 @@ show(after, names, 2)
 assert torch.allclose(after, torch.tensor([0.47, 0.35, 0.18, 0.0, 0.0]), atol=0.005)
 print(f"kept mass {float(notes_probs[:3].sum()):.2f}; 0.40 / {float(notes_probs[:3].sum()):.2f} = {0.40 / float(notes_probs[:3].sum()):.2f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The lecture's example, k = 2", "zh": "讲座的例子：k = 2", "at": 2}, "say": [2]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The lecture's example, k = 2", "zh": "讲座的例子：k = 2", "at": "The lecture's example"}, "say": ["The lecture's example"]}
 # Each survivor is divided by the mass that is kept, 0.40 + 0.30 + 0.15 = 0.85, so 0.40 becomes 0.47.
 #
 # The lecture's example is a Chinese prompt, 南京大学计算机学院的课程有 ("the courses of Nanjing University's
@@ -230,7 +230,7 @@ for i in draws.tolist()[:4]:
     print("南京大学计算机学院的课程有" + course_words[i])
 print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolist()}))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": 2}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": "Two details from"}}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
 #
 # Two details from transformers' `TopKLogitsWarper`, which teachllm follows: k counts logits, and every
@@ -364,7 +364,7 @@ show(k_then_p, names)
 print("top-p, then top-k:               ", end=" ")
 show(p_then_k, names)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Min-p: transformers and vLLM disagree", "zh": "min-p：transformers 与 vLLM 不一致", "at": 2}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Min-p: transformers and vLLM disagree", "zh": "min-p：transformers 与 vLLM 不一致", "at": "**Min-p: transformers and"}}
 # After top-3 the probabilities are [.47, .35, .18], and the first two already reach 0.8. On the original
 # distribution 0.8 needs three tokens.
 #
@@ -481,7 +481,7 @@ for T in (0.7, 1.0, 1.3, 1.5, 2.0):
     brainstorm_scores[T] = float(logp.gather(-1, torch.tensor(out.token_ids, device=lm.device)[:, None]).mean())
     print(f"{T:>4}{brainstorm_scores[T]:>11.2f}  {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The score falls"]}
 # The score falls with every step up in temperature: −0.99 nats per token at T = 0.7, −2.16 at 1.0,
 # −2.85 at 1.3, −4.92 at 2.0. Read the texts too: at 1.3 and 1.5 the model already invents a material
 # ("smolyum"), and at 2.0 the sentence drifts away from the question. For a 135M model, the lecture's
@@ -505,10 +505,10 @@ viz.distribution_figure(d)
 # logits. Pick a preset, move temperature, top-k, top-p and min-p, and press *sample* to draw a token with
 # the random seed shown.
 
-# %%
+# %% slide={"code": false}
 viz.DistributionExplorer(lm, question)
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [5, 6]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - The model gives logits, and softmax turns them into probabilities. A decoding strategy then picks one
 #   token.

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 7 · Penalties
 #
 # **What you will see.** Greedy decoding on a small model falls into a loop — the same two tokens over and
@@ -69,7 +69,7 @@ for word in (" dog", " cat"):
     ps = [p for token, p in chosen_p if tok.token_text(token) == word]
     print(viz.tr("p({word}) each time it was chosen: {ps}", word=repr(word), ps=" ".join(f"{p:.2f}" for p in ps)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Four penalties", "zh": "四种惩罚", "at": 2}, "say": [2, 4]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Four penalties", "zh": "四种惩罚", "at": "A **penalty** changes"}, "say": ["A **penalty** changes", "To compute them"]}
 # ` dog` went from 0.22 to 0.66 in six uses: the text in the context window is the strongest evidence the
 # model has, and a pattern that has occurred several times looks like a pattern that will go on. Greedy decoding always
 # takes the top token, so once the loop leads, it never lets go. Sampling with a temperature only makes the
@@ -114,7 +114,7 @@ for j in seen:
 assert torch.equal(by_hand, apply_repetition_penalty(logits, history, r))  # teachllm agrees
 print("top 5 after:", show_top(by_hand))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations with the penalty", "zh": "整段生成加上重复惩罚", "at": 2}, "say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations with the penalty", "zh": "整段生成加上重复惩罚", "at": "With the penalty"}, "say": ["` dog` and `"]}
 # ` dog` and ` cat` lose about 3.4 each and land among ` fox`, ` sheep` and ` deer`, which were never
 # seen. ` dog` still leads by a hair — after six rounds the loop is strong — but its probability falls
 # sharply (section 7.5 measures it). Because the penalty *divides*, a large logit loses more than a small
@@ -130,7 +130,7 @@ for r in (1.05, 1.2):
     results[f"repetition_penalty={r}"] = out.token_ids
     print(f"r = {r}: {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "In Chinese: 写一句关于春天的话。", "zh": "中文请求：写一句关于春天的话。", "at": 2}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "In Chinese: 写一句关于春天的话。", "zh": "中文请求：写一句关于春天的话。", "at": "**In Chinese.** The"}}
 # Even 1.05 breaks the two-token loop: the very first token is no longer ` dog`, because ` dog` is in the
 # prompt. At 1.2 the comma itself — seen in the prompt, needed between every two animals — is
 # penalised hard enough that the model leaves the list format. The penalty cannot tell wanted
@@ -203,7 +203,7 @@ torch.testing.assert_close(by_hand, apply_presence_frequency_penalty(logits, out
 print("top 5 after:", show_top(by_hand))
 print("loss:", "  ".join(f"{tok.token_text(j)!r} {float(logits[j] - by_hand[j]):.2f}" for j in sorted(counts)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations: presence against frequency", "zh": "整段生成：存在惩罚与频率惩罚", "at": 2}, "say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations: presence against frequency", "zh": "整段生成：存在惩罚与频率惩罚", "at": "The two penalties"}, "say": ["At 0.5 each,"]}
 # At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token:
 # subtracting half a logit hardly matters when logits are around 20. The comma, used six times, loses 3.5.
 #
@@ -217,7 +217,7 @@ for name in ("presence_penalty", "frequency_penalty"):
         results[f"{name}={value}"] = out.token_ids
         print(f"{name} = {value}: {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three things to see", "zh": "三点观察"}, "say": [3]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three things to see", "zh": "三点观察"}, "say": ["Try the three"]}
 # Three things to see:
 # - All four outputs begin with `dog, cat,` again: the prompt is not counted, so the first repetition of
 #   the prompt is free. The repetition penalty (7.2) stopped it at once.
@@ -303,12 +303,15 @@ penalty_stages_figure(stages)
 for name, ids in results.items():
     print(f"{name:<26} repeated 3-grams: {repeated_trigrams(ids):>2}   {tok.decode(ids)[:60]!r}")
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [6]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The first two"]}
 # ## 7.6 Length penalty belongs to beam search
 #
 # The lecture's list ends with the length penalty. It does not change logits at all: it changes how beam
-# search ranks *finished* sequences, $\text{score} = \sum \log p \,/\, \text{length}^{lp}$, so it only exists
-# when `num_beams` > 1. Chapter 8 shows it.
+# search ranks *finished* sequences,
+#
+# $$\text{score} = \frac{\sum \log p}{\text{length}^{lp}},$$
+#
+# so it only exists when `num_beams` > 1. Chapter 8 shows it.
 #
 # ## 7.7 Tuning tips
 #
@@ -331,7 +334,7 @@ for name, penalties in tips.items():
     out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **penalties))
     print(f"{name:<44} repeated 3-grams: {repeated_trigrams(out.token_ids):>2}   {out.text[:60]!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Order of tuning, and how engines differ", "zh": "调参顺序与各引擎的差异", "at": 2}, "say": [8, 9]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Order of tuning, and how engines differ", "zh": "调参顺序与各引擎的差异", "at": "**Order of tuning**:"}, "say": ["After each exercise,", "Work in the cells"]}
 # The lecture's starting point for question answering and code breaks the loop of the greedy list.
 # Presence 0.3 leaves it exactly as it was: it takes a flat 0.3 off the logit of every token already
 # used, too little to change which token is largest here. It is meant for sampled creative text, where

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 8 · Beam search
 #
 # **What you will see.** The third decoding strategy of the lecture, next to greedy decoding and sampling:
@@ -38,7 +38,7 @@ def token_logprobs(prompt_ids, output_ids):
     return [float(logp[start + i, t]) for i, t in enumerate(output_ids)]
 
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [5]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The three on"]}
 # ## 8.1 Three ways to decode
 #
 # The model gives a probability for the next token; the probability of a whole continuation
@@ -93,7 +93,7 @@ for step in steps:
     for hyp in step.finished:
         print(f"   finished  {hyp.score:8.3f}  {tok.decode(hyp.token_ids)!r}  (sum / length)")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Read it top down", "zh": "从上往下读"}, "say": [3]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Read it top down", "zh": "从上往下读"}, "say": ["The running scores"]}
 # Read it top down:
 # - After step 1 the three beams are ` Paris`, ` the` and ` London`: greedy decoding would have kept only
 #   the first.
@@ -139,7 +139,7 @@ for i in range(len(greedy_ids)):
 print(f"{'sum':>3} {'':<18}{sum(greedy_lp):>7.3f}   {'':<18}{sum(beam_lp):>7.3f}")
 assert sum(beam_lp) > sum(greedy_lp)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where greedy loses", "zh": "贪心在哪里吃亏"}, "say": [6]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where greedy loses", "zh": "贪心在哪里吃亏"}, "say": ["A chat question,"]}
 # Greedy takes `'\n'` at step 3 because it is the best token *there* (−1.01 against −2.44 for ` The`). But
 # after a blank line the model has to guess what comes next (`The` −1.94, ` answer` −3.21), while after
 # ` The` the sentence almost writes itself (` capital` −0.86, ` of` −0.24). Beam search kept ` The` alive
@@ -191,7 +191,7 @@ winners = [tok.decode(list(max(finished, key=lambda ids: finished[ids] / len(ids
 for lp, text in zip(lps, winners, strict=True):
     print(f"best at lp = {lp}: {text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The lecture's tip"]}
 # The lecture's tip for translation — `length_penalty` between 0.6 and 1.0 — sits between "shortest wins"
 # and "longest wins": tune it until sentence lengths look right, on your own data.
 #
@@ -215,7 +215,7 @@ try:
 except ValueError as error:
     print(error)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What it costs, when to use it", "zh": "代价与适用场景"}, "say": [7, 8]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What it costs, when to use it", "zh": "代价与适用场景"}, "say": ["After each exercise,", "Work in the cells"]}
 # What it costs and when to use it:
 # - *k* beams = a decode batch of *k* rows every step, and *k* copies of the KV cache (reordered when
 #   beams swap parents).

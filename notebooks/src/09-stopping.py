@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 9 · Stopping
 #
 # **What you will see.** The decode loop runs until a stop rule fires. We go through every rule a serving
@@ -36,7 +36,7 @@ def report(out):
     print(f"finish_reason : {out.finish_reason!r}   stop_reason: {out.stop_reason!r}")
 
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"title": {"en": "The fields of SamplingParams", "zh": "SamplingParams 的字段", "at": 4}, "say": [4, 6]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"title": {"en": "The fields of SamplingParams", "zh": "SamplingParams 的字段", "at": "and §5.2 lists"}, "say": ["and §5.2 lists", "The EOS token"]}
 # ## 9.1 The stop rules
 #
 # *LLM Generation Process* (《LLM 生成过程》, §5.1), one of the course notes, sketches the check that runs
@@ -113,7 +113,7 @@ kept = lm.generate(paris, tl.SamplingParams(temperature=0, max_tokens=32, stop_t
                                             include_stop_str_in_output=True))
 print("with include_stop_str_in_output:", repr(kept.text))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The id that stopped"]}
 # The id that stopped generation stays in `token_ids` (it says *why* generation ended), but its text is
 # left out of `text`, as vLLM does, unless `include_stop_str_in_output=True`.
 #
@@ -139,7 +139,7 @@ for include in (False, True):
     report(out)
 assert out.token_ids == answer.token_ids[: i + 2]  # it ran until the token that completed the stop string
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Streaming holds text back", "zh": "流式输出会先扣住文本", "at": 2}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Streaming holds text back", "zh": "流式输出会先扣住文本", "at": "When streaming, this"}}
 # Generation ran until ` is`, the token that completed the string; the text is then cut where the stop
 # string *begins* — in the middle of ` France` — or after it with `include_stop_str_in_output=True`.
 #
@@ -221,7 +221,7 @@ assert "".join(pieces) == out.text
 assert not any("\ufffd" in piece for piece in pieces)  # never half a character
 print("full text      :", out.text)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [6, 7]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # The same holds back-and-release logic serves both problems of this chapter: an unfinished character and a
 # stop string that might be starting are both held until the next token settles them.
 #

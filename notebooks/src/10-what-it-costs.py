@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2, 5]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "Cells that time"]}
 # # Chapter 10 · What it costs
 #
 # **What you will see.** We count the work of prefill and decode, first with the formula of Lecture 11 of the
@@ -169,7 +169,7 @@ print(f"rule of thumb 2 · N · tokens (N = {llama_7b.n_params / 1e9:.2f}B param
 print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).total / 1e9:.2f} GFLOP "
       f"(estimate: {decode_step / 1e9:.2f})")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the estimate leaves out", "zh": "估算漏掉了什么"}, {"en": "Why 2·N·tokens agrees at 1,000 tokens", "zh": "为何 2·N·tokens 在 1000 个 token 处吻合", "at": 3}]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the estimate leaves out", "zh": "估算漏掉了什么"}, {"en": "Why 2·N·tokens agrees at 1,000 tokens", "zh": "为何 2·N·tokens 在 1000 个 token 处吻合", "at": "The exact count"}]}
 # What the estimate of *LLM Inference Flow* leaves out:
 # - the four projections Q, K, V and O ($8sh^2$ per layer, a third of the linear work);
 # - half of the MLP: it counts $h \to 4h$ but not $4h \to h$. Llama's SwiGLU MLP even has three matrices of
@@ -214,7 +214,7 @@ assert rule_parts(llama_7b, 8192)[0] > 1.25 and rule_parts(config, 37)[0] < 0.85
 # small model the error is larger both ways: its embedding is a fifth of its parameters, and its
 # attention is large next to its narrow layers.
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["`cost.prefill_flops` and `cost.decode_flops`"]}
 # ## 10.4 The exact count for the model at hand
 #
 # `cost.prefill_flops` and `cost.decode_flops` count every matmul of the real model, per layer and per
@@ -373,7 +373,7 @@ device = roofline.measure_device(lm.device, lm.dtype, config=lm.config)  # the b
 print(device)
 print(roofline.KNOWN_DEVICES["H100 SXM"], "for comparison")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The real model, timed", "zh": "真实模型的计时"}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The real model, timed", "zh": "真实模型的计时"}, "say": true}
 # Now the real model, timed: prefill at three prompt lengths and one decode step at batch 1 and 16
 # (`measure_phases`; a few seconds).
 
@@ -383,7 +383,7 @@ points = roofline.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batch
 print(format_points(points))
 print(f"highest share of the peak reached by a phase: {max(p.achieved_flops for p in points) / device.peak_flops:.0%}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline", "zh": "屋顶线图"}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline", "zh": "屋顶线图"}, "say": true}
 # The static figure (the book's version) and the same view as a widget, whose *measure* button runs the
 # measurement again:
 
@@ -395,7 +395,7 @@ roofline_view = viz.RooflineView(lm, prefill_lengths=(16, 64, 300), decode_batch
 viz.widgets.refresh(roofline_view.figure, viz.figures.roofline_spec(device, points))  # show the points above
 roofline_view
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "How to read it", "zh": "怎样读这张图"}, {"en": "On a GPU the picture shifts", "zh": "换到 GPU 上，图景就变了", "at": 3}], "say": [3]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "How to read it", "zh": "怎样读这张图"}, {"en": "On a GPU the picture shifts", "zh": "换到 GPU 上，图景就变了", "at": "**On a GPU the"}], "say": ["**On a GPU the"]}
 # How to read it: decode points sit far to the left, at 0.5 FLOP/byte for batch 1 and about 6 for batch 16.
 # Prefill sits to the right, and the longer the prompt, the further right. A point can only be on or under
 # the roof: the peak is the best of the model's own matmuls, and a phase does those matmuls and more (the
@@ -467,7 +467,7 @@ print(f"this CPU's ridge: {device.ridge:.1f} FLOP/byte ({device.dtype})")
 for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
     print(f"{name:<14} prefill is compute-bound here from {crossing(cfg, device, lm.dtype)} tokens on")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two more caveats", "zh": "另外两点说明", "at": 2}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two more caveats", "zh": "另外两点说明", "at": "The course notes"}}
 # On this CPU a short prompt is enough (a few dozen tokens or fewer: the cell above says how many); on an H100
 # this model needs 356 tokens and Llama-7B 305. Below that, even prefill waits on memory: a
 # 300-token prefill of this model on an H100 is memory-bound, which is what the table of section 10.9 shows. The
@@ -482,7 +482,7 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # about 0.09 ms of memory traffic, but it launches hundreds of kernels, each costing a few microseconds. Tiny
 # models on big GPUs are limited by launch overhead, not by the roof.
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The comparison table"]}
 # ## 10.9 Prefill against decode, with numbers *(optional)*
 #
 # The comparison table of *LLM Generation Process* (§6.1), filled in for this model: a prefill of N = 300 tokens
@@ -595,7 +595,7 @@ timeline_view  # the widget: "generate and time" measures again
 # sketch, which names no model; a 7B model in float16 is about that size) to produce one token, and that a batch
 # of 32 reads them once for 32 tokens: 32 times the work for the same bytes. Counted for this model at 301 keys:
 
-# %% slide={"code": [[3, 6]]}
+# %% slide={"code": false}
 print(f"decode step at T = {N + 1} keys")
 print(f"{'batch':>5}{'GFLOP':>9}{'weights MB':>12}{'KV read MB':>12}{'FLOP/byte':>11}")
 for batch in (1, 4, 16, 32):
@@ -618,7 +618,7 @@ for batch in (1, 8, 32, 128):
     print(f"{batch:>5}{c.weight_bytes / 1e9:>12.1f}{c.kv_read_bytes / 1e9:>12.1f}{c.intensity:>11.1f}"
           f"{tokens_per_s:>17.0f}{tokens_per_s / base:>11.1f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What batching buys, predicted and measured", "zh": "批处理的收益：预测与实测"}, "say": [2]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What batching buys, predicted and measured", "zh": "批处理的收益：预测与实测"}, "say": ["Now measured on"]}
 # At batch 32 the KV cache (16.8 GB) outweighs the weights, and throughput grows about 15 times, not 32.
 # Llama-2-7B has no grouped-query attention: every one of its 32 heads stores its own K and V. This is why
 # later models share KV heads, and why chapter 12 manages the cache in pages.
@@ -698,7 +698,7 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 #
 # The interview answer (§7) has two lists only, prefill and decode, and puts speculative decoding under decode.
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [3]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["These kernels are"]}
 # ## 10.13 Fewer bytes per weight: the model as it ships *(optional)*
 #
 # Decode at batch 1 reads every weight once per token, so its speed is set by the bytes, and the bytes by
@@ -793,7 +793,7 @@ for name, b in step_bytes.items():
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "Where each precision lands", "zh": "各精度落在哪里"}, "code": false}
 viz.figures.precision_roofline_figure(cpu, rows)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the figure shows", "zh": "图中可见什么"}, {"en": "What it costs in quality", "zh": "质量上的代价", "at": 3}], "say": [2]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the figure shows", "zh": "图中可见什么"}, {"en": "What it costs in quality", "zh": "质量上的代价", "at": "What it costs"}], "say": ["**Prefill and decode"]}
 # Open circles are where the roof puts each precision, dots where it landed. All of them sit far left of
 # the ridge: fewer bytes per weight move a step along the sloped, memory-bound part of the roof, and the
 # 4-bit model is several times faster than float32 here (the table gives this run's factor). bfloat16 halves
@@ -834,7 +834,7 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
 # costs a second pass without removing the output's rounding. Those numbers are in the README.
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Wide vectors against narrow ones", "zh": "宽向量与窄向量", "at": 4}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Wide vectors against narrow ones", "zh": "宽向量与窄向量", "at": "With wide vectors"}}
 # ### Which kernel is fastest depends on the CPU
 #
 # The 4-bit kernel is one way to multiply by these weights. A layer could also keep a float16 or a bfloat16 copy
@@ -955,7 +955,7 @@ for name, row in speeds.items():
 # products; `python -m teachllm.bench --weights-only` prints llama.cpp's speed on this file beside teachllm's
 # when it is installed.
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [5, 6]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - A matmul $(m \times k) \cdot (k \times n)$ costs $2mkn$ FLOPs. The lecture's layer costs $24bsh^2 + 4bs^2h$.
 #   The Llama-7B estimate of *LLM Inference Flow* (4.56 TFLOPs for 1,000 tokens) leaves out the projections,

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2, 5]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "The engine is"]}
 # # Chapter 11 · Serving many requests
 #
 # **What you will see.** Until now one prompt had the model to itself. A server has many users at once,
@@ -84,7 +84,7 @@ print(viz.tr("batch  ms per step  decode rate  × batch 1"))
 for r in rows:
     print(f"{r['batch']:>5} {r['ms_per_step']:>12.1f} {r['tokens_per_s']:>12.1f} {r['tokens_per_s'] / one:>10.1f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three things to look for", "zh": "表中要看的三点"}, "say": [1, 3]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three things to look for", "zh": "表中要看的三点"}, "say": ["Three things to", "(This notebook runs"]}
 # Three things to look for in the table.
 #
 # - **From batch 2 to batch 8 a step costs about the same.** That is the memory-bound regime: the weights
@@ -145,7 +145,7 @@ print("\n" + viz.tr("{n} iterations, {calls} forward calls; the first two:", n=r
 for record in run.timeline[:2]:
     print(describe_iteration(record))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The example of §6.2, run", "zh": "运行 §6.2 的例子", "at": 6}, "say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The example of §6.2, run", "zh": "运行 §6.2 的例子", "at": "First the example"}, "say": ["Iteration 0 prefilled"]}
 # Iteration 0 prefilled the three prompts in one call (each got its first token); iteration 1 decoded one
 # token for each of them in one call. A request that stops at `<|im_end|>` leaves in the iteration that
 # sampled it.
@@ -187,7 +187,7 @@ for policy in ("static", "continuous"):
     print(viz.tr("{policy}: {n} iterations; each request runs from iteration to iteration: {spans}",
                  policy=viz.pad(viz.tr(policy), 10), n=run.iterations, spans=spans))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What static batching wastes", "zh": "静态批处理浪费了什么"}, {"en": "Twelve requests on the real model", "zh": "真实模型上的十二个请求", "at": 2}]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What static batching wastes", "zh": "静态批处理浪费了什么"}, {"en": "Twelve requests on the real model", "zh": "真实模型上的十二个请求", "at": "Now a workload"}]}
 # Under static batching B is done after 50 iterations and A after 100, but their slots stay empty until C
 # finishes at iteration 199: only then does D start, and the whole run takes 250 iterations. Under
 # continuous batching D takes B's slot the iteration after B leaves (iteration 50) and is done long before
@@ -345,7 +345,7 @@ for name, run in chunk_runs.items():
     print(f"{name:<20} decoders' longest gap between two tokens: {max(gaps) * 1e3:6.0f} ms, "
           f"long prompt's TTFT: {run.requests[-1].ttft_s * 1e3:6.0f} ms")
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [5, 6]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - A decode step reads every weight once whatever the batch, so batching decode multiplies tokens per second
 #   (*LLM Generation Process* §6.3: the weights read once, `# 14GB(只读一次)`, for 32 times the computation);

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2, 5]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "The code is `teachllm/serving/block_manager.py`"]}
 # # Chapter 12 · The paged KV cache
 #
 # **What you will see.** The KV cache of chapter 4 is one contiguous tensor per request, reserved up front
@@ -113,7 +113,7 @@ free_blocks, blocks_needed = free // 16, math.ceil(need / 16)
 print(viz.tr("paged, 16-slot blocks: {free} free blocks, at most {needed} needed: fits: {fits}",
              free=free_blocks, needed=blocks_needed, fits=free_blocks >= blocks_needed))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1, 5, 6]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["800 slots are", "(vLLM calls this", "A small pool"]}
 # 800 slots are free, but in two holes of 300 and 500, so a contiguous reservation of 700 fits in neither,
 # although there is room for it. With blocks any free block will do, wherever it is: such a request takes
 # its blocks one at a time as it grows, at most $\lceil 700 / 16 \rceil = 44$ of them, and the 50 free blocks
@@ -172,7 +172,7 @@ for layer in range(lm.config.n_layers):
     torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=tol.values, rtol=0)
 print(viz.tr("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": [1]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["To attend, the"]}
 # To attend, the decoder needs a request's keys in order. `PagedBatch.write` gathers them through the slot
 # mapping into a dense tensor; vLLM's PagedAttention kernel instead reads the blocks where they lie, without
 # the copy. The arithmetic is the same.
@@ -246,7 +246,7 @@ joined = run.requests[3].first_iteration
 print(viz.tr("request 3 (joined in iteration {joined}): table {table}, {n} prompt tokens found in the cache",
              joined=joined, table=tables[joined]["tables"][3], n=run.requests[3].num_cached_tokens))
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After every iteration"]}
 # ## 12.4 Fragmentation: allocated against used
 #
 # After every iteration the engine recorded how many blocks were in use and what fraction of their slots held
@@ -331,7 +331,7 @@ last_c, last_p = contiguous_points[-1], paged_points[-1]
 print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.bytes_allocated / 2**20:.2f} MiB, "
       f"paged {last_p.capacity} slots = {last_p.bytes_allocated / 2**20:.2f} MiB")
 
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [5, 6]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - A contiguous cache reserves `prompt + max_tokens` per request: on the 1000/500/800 example of *LLM Inference
 #   Flow*, 2300 slots for 900 tokens (61% wasted), and the free memory splits into holes.

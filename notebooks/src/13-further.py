@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": [2]}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 13 · Further: reuse, speculation, compression
 #
 # **What you will see.** Four ideas that serving engines build on top of the previous chapters, each run on
@@ -96,7 +96,7 @@ print(viz.tr("prefix-cache hit rate: {hit} of {queried} prompt tokens looked up 
              hit=manager.num_hit_tokens, queried=manager.num_queried_tokens, rate=manager.prefix_hit_rate))
 print("block 0 of the first request is in the cache under its name:", h0 in manager.hash_to_block)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Only full blocks are shared", "zh": "只有满块才能共享"}, "say": [5]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Only full blocks are shared", "zh": "只有满块才能共享"}, "say": ["Both, checked on"]}
 # The shared part is 44 tokens long, but only **full** blocks are shared: two blocks of 16, 32 tokens per
 # request. The outputs are exactly those of `lm.generate`. In vLLM this is `enable_prefix_caching`; SGLang
 # keeps the same kind of cache in a radix tree. Prefix caching only ever helps a *prefix*: a document that
@@ -130,7 +130,7 @@ for layer in (0, 1, 15, 29):
           f"after the shift {float((moved[layer] - stored).abs().max()):6.3f}")
 torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=tol.values, rtol=tol.rtol)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "Recompute a few tokens per layer", "zh": "每层只重算少数 token"}, {"en": "Quality, measured on the question", "zh": "以问题为准衡量质量", "at": 4}], "say": [4]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "Recompute a few tokens per layer", "zh": "每层只重算少数 token"}, {"en": "Quality, measured on the question", "zh": "以问题为准衡量质量", "at": "Quality is measured"}], "say": ["Quality is measured"]}
 # In layer 0 the shift makes the keys exact (a token's layer-0 key depends on nothing else); from layer 1 on
 # the missing cross-attention shows. **CacheBlend** (Yao et al., EuroSys 2025) recomputes a small share $r$
 # of the tokens in every layer and reuses the rest. It picks the tokens whose K and V deviate most from what
@@ -207,7 +207,7 @@ for name, r in zip(drafts, spec, strict=True):
     assert r["same_as_greedy"]
     print(f"{name:<22}{r['acceptance_rate']:>18.2f}{r['tokens_per_target_call']:>24.2f}{str(r['same_as_greedy']):>17}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to expect from an acceptance rate", "zh": "接受率意味着什么", "at": 2}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to expect from an acceptance rate", "zh": "接受率意味着什么", "at": "**What to expect"}}
 # Every draft gives exactly the greedy tokens, as the rule guarantees. But these drafts are poor: SmolLM2 was
 # not trained to exit early, so even 29 of its 30 layers get only 0.28 of their proposals accepted, the first
 # 24 layers 0.19, and the middle-skipped draft 0.07. An early-exit draft needs training for it (LayerSkip);
@@ -294,7 +294,7 @@ print(viz.tr("free-running int8 greedy decode: the same tokens as {dtype} for {s
              same=result["greedy_tokens_identical"], n=result["n_decode"]))
 assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01  # on every CPU we ran it on
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A quarter of the memory", "zh": "四分之一的内存"}, "say": [3, 5, 10, 11]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A quarter of the memory", "zh": "四分之一的内存"}, "say": ["*LLM Inference Flow*", "The interview answer", "After each exercise,", "Work in the cells"]}
 # A quarter of the memory, and a next-token distribution that moves very little (the cell asserts a mean KL
 # under 0.01). Where float32's two best tokens are almost tied, the rounding can tip the choice, and a
 # free-running greedy text then goes its own way; how soon depends on the CPU's float arithmetic, so the cell
