@@ -8,25 +8,59 @@
                                            (copied unchanged), deck.css and deck.js: nothing is fetched
 
 No second copy of the prose: a deck is the notebook's cells (prose, code and its outputs; `skip` cells, exercises
-and checks are left out), section by section. Each section (`#` or `##` heading; "## Summary" is one of its own)
-starts a new slide, and its blocks fill slides while they fit; every slide after a section's first opens with a
-running header, "6.3 Temperature (continued)" / "6.3 温度（续）", so the room always knows where it is. A slide is
-1280×720 and never scaled: code is at least 20 px, and what does not fit moves on, never shrunk: a long listing
-is split between lines, never leaving fewer than 3 of them on either side; a heading, a lead-in ("Why:") or a
-code cell stays with the start of what follows; a slide with fewer than 3 lines of text (no figure, widget or
-title) takes the end of the slide before it. The lecture deck takes the sections the lecture path
+and checks are left out), section by section, showing what the chapter's author chose for the room (below, "What
+a slide shows"). Each section (`#` or `##` heading; "## Summary" is one of its own) starts a new slide; a slide
+the author titled starts a slide of its own, under the section's title; blocks fill slides while they fit, and a
+slide that only carries on the one before opens with a running header, "6.3 Temperature (continued)" /
+"6.3 温度（续）", so the room always knows where it is. A slide is 1280×720 and never scaled: code is at least
+20 px, and what does not fit moves on, never shrunk: a long listing is split between lines, never leaving fewer
+than 3 of them on either side; a heading, a lead-in ("Why:") or a code cell stays with the start of what
+follows; a slide with fewer than 3 lines of text (no figure, widget or title) takes the end of the slide before
+it. The lecture deck takes the sections the lecture path
 (book/lecture-path.md) names, stop by stop, each stop opening with its own slide. Speaker notes (reveal.js's
 presenter view: press S) come from the lecturer's guide: a chapter's plan on its first slide, what to run and ask
 where the guide names a section, and from the lecture path's "say" and "ask" lines in the lecture deck; a section
 neither names still gets a note on its first slide, made from the section itself and saying so: its first
-sentence and what its slides show (section_note). Their maths is plain text ("2 · layers · s²"), since the
-presenter view does not typeset. In the presenter view the current and the next slide are the deck again, in
-frames: there (and only there) reveal.js may scale a slide down, so each shows whole at any window size.
+sentence and what its slides show (section_note); prose the author chose to say (slide.say) goes to the notes of
+its slide. Their maths is plain text ("2 · layers · s²"), since the presenter view does not typeset. In the
+presenter view the current and the next slide are the deck again, in frames: there (and only there) reveal.js
+may scale a slide down, so each shows whole at any window size, and each frame starts below a band that holds
+the window's labels and layout menu, so they cover no slide.
+
+What a slide shows: the author chooses it in the chapter's source, notebooks/src/NN-name.py, as cell metadata on
+the cell's `# %%` line (jupytext), so both editions get the same choices and `scripts/build_notebooks.py
+--metadata-only NN` carries them into the committed notebooks without running a cell; the notebook itself still
+shows everything. The key is `slide`, an object:
+
+    # %% slide={"code": [[3, 8], -1], "output": [1, [5, 9]]}
+    # %% slide={"code": false}                       (a setup cell, or a figure whose plotting code is not the point)
+    # %% [markdown] slide={"say": ["The two ends are", 3]}
+    # %% [markdown] slide={"title": {"en": "Entropy against temperature", "zh": "熵随温度的变化"}}
+    # %% [markdown] slide={"title": [{"en": "…", "zh": "…"}, {"en": "…", "zh": "…", "at": "**Min-p: transformers"}]}
+
+- "code" (code cell): the lines of the cell the slide shows, 1-based, [first, last] ranges and negative numbers
+  from the end; each run left out shows as one `# ⋯` line at its indentation, and what is left must still parse
+  as Python (a fold that cuts a statement in two is refused). false shows no code, only what the cell made.
+- "output" (code cell): the lines of what the cell printed, the same way (a folded run shows as `⋯`); false
+  shows none of it. Figures and widgets are always shown.
+- "say" (Markdown cell): the blocks (paragraph, list, table, formula) said rather than shown: they go to the
+  speaker notes of the slide they would have been on. true says every block but the headings. A block is named
+  by its first words in the English cell ("The two ends are"), which survive edits around it, or by its number
+  (from 1, headings counted). A translation must have the English cell's blocks (it may add some after them,
+  a legend): the build refuses a cell where it does not.
+- "title": this cell starts a slide of its own, with this title in each edition under the section's title
+  (at most PART_TITLE characters, one line); "at" starts it at a block inside a Markdown cell (first words or
+  number), and a list gives several. A `###` heading starts such a slide too, titled by itself.
+
+A choice the build cannot keep (a line or a block that is not there, a key a cell does not take, a title missing
+an edition) stops the build with a DeckError naming the notebook and the cell.
 
 A widget runs on its slide as it does in the book, with no kernel: the notebook saves each widget's static form
 (application/vnd.teachllm.widget+json, teachllm/viz/static.py), the slide carries it beside the book's
 <div class="teachllm-live">, and book/_static/teachllm-widgets.js draws it; deck.js only fixes the size of its
-figure to what the slide leaves it.
+figure to what the slide leaves it. A figure's text (tick labels, titles, legends, annotations, a widget's figure
+too) is drawn at least FIGURE_FONT px on the slide (the notebook's 12 px is for a screen at arm's length), and a
+log axis then labels its powers of ten only.
 
 A notebook the decks cannot be built from (every cell left out, no title in the first cell, a figure whose
 height is not a number), or a lecture path that names a section a chapter does not have, stops the build with
@@ -41,6 +75,7 @@ in Chromium and fail if one scrolls.
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import math
@@ -80,6 +115,8 @@ TEXT_LINE, CODE_LINE, TABLE_LINE = 34, 26, 26  # line heights in px
 TEXT_COLUMNS = (WIDTH - 2 * PAD_X) / (TEXT_PX * 0.55)  # average Latin glyph ≈ 0.55 em; a Chinese one is 1 em (2 units)
 CODE_COLUMNS = int((WIDTH - 2 * PAD_X - 28) / (CODE_PX * 0.602))  # a monospace glyph is 0.602 em
 FIGURE_MAX = 520
+FIGURE_FONT, FIGURE_TITLE = 16, 20  # the least size (px) of a figure's text on a slide, of its title (deck.js)
+SPEAKER_BAND = 42  # px above each frame of the speaker window, for its labels (notes.js: 34 px high)
 
 WORDS = {"en": {"continued": " (continued)", "widget": "Interactive widget <code>{w}</code>: open this chapter's "
                 "notebook in JupyterLab to use it.", "lecture": "The inference lecture: from logits to the KV cache"},
@@ -151,6 +188,8 @@ class Block:
     part: list[str] | None = None  # a piece of a code or output block: its lines, so a slide can take some back
     head: list[str] | None = None  # a table's header and rule (Markdown), repeated over each part of it
     source: str = ""  # a paragraph's or a list's Markdown: what a section's generated speaker note quotes
+    said: list[str] = field(default_factory=list)  # prose the author chose to say, not show: the notes of its slide
+    title: str = ""  # kind "break": the title (HTML) of the slide the author starts here (slide.title)
 
 
 def prose_blocks(source: str, lang: str = "en") -> list[Block]:
@@ -215,19 +254,23 @@ def code_block(source: str, kind: str = "code") -> Block:
     return Block("", 0, lines=lines, kind=kind)
 
 
-def render_lines(block: Block, lines: list[str], keep: bool = False) -> Block:
-    """A code or output block, or a table, holding these lines (rows), with its height."""
+def render_lines(block: Block, lines: list[str], keep: bool = False, said: list[str] | None = None) -> Block:
+    """A code or output block, or a table, holding these lines (rows), with its height (and the prose said with
+    it, when this is its first part)."""
     text = "\n".join(lines)
     if block.head is not None:
         return Block(math_html(markdown().render("\n".join(block.head + lines))), lines_height(lines, block.head),
-                     kind="table", rows=len(lines), keep=keep, part=lines, head=block.head)
+                     kind="table", rows=len(lines), keep=keep, part=lines, head=block.head,
+                     said=list(said or []))
     if block.kind == "code":
         body = highlight(text, PythonLexer(), HtmlFormatter(nowrap=True))
+        body = body.replace(f'<span class="c1">{FOLD_CODE}</span>', f'<span class="c1 fold">{FOLD_CODE}</span>')
         markup = f'<pre class="code">{body}</pre>'
     else:
-        markup = f'<pre class="output">{html.escape(text)}</pre>'
+        body = re.sub(rf"^{FOLD_OUTPUT}$", f'<span class="fold">{FOLD_OUTPUT}</span>', html.escape(text), flags=re.M)
+        markup = f'<pre class="output">{body}</pre>'
     rows = code_lines(text, CODE_COLUMNS)
-    return Block(markup, lines_height(lines), kind=block.kind, rows=rows, keep=keep, part=lines)
+    return Block(markup, lines_height(lines), kind=block.kind, rows=rows, keep=keep, part=lines, said=list(said or []))
 
 
 def figure_height(layout: dict, where: str = "a figure") -> int:
@@ -346,11 +389,143 @@ def output_blocks(cell, lang: str, figure_ids, where: str = "a cell") -> list[Bl
     return ([code_block(out, "output")] if out else []) + blocks
 
 
+# ---- what the author chose to show: a cell's `slide` metadata ----------------------------------------------------
+FOLD_CODE, FOLD_OUTPUT = "# ⋯", "⋯"  # where lines are folded on a slide (the notebook shows them)
+CHOICES = {"code": {"title", "code", "output"}, "markdown": {"title", "say"}}
+
+
+def chosen_lines(spec, count: int, where: str, what: str) -> list[int]:
+    """The 0-based line numbers a line spec names: [1, [3, 5], -1] is the first line, the third to the fifth and
+    the last (1-based, inclusive, a negative number counts from the end); a DeckError naming `where` otherwise."""
+    unit, whole = ("block", "the cell") if what in ("say", "title") else ("line", f"the {what}")
+
+    def line(k) -> int:
+        if isinstance(k, bool) or not isinstance(k, int) or k == 0 or not -count <= k <= count:
+            raise DeckError(f"{where}: slide.{what} names {unit} {k!r}, and {whole} has {count} {unit}(s); give "
+                            f"{unit} numbers from 1 to {count} (or -1 for the last), e.g. [1, [3, 5], -1]")
+        return k - 1 if k > 0 else count + k
+
+    if not isinstance(spec, list) or not spec:
+        raise DeckError(f"{where}: slide.{what} is {spec!r}; give the lines to show as a list, e.g. [1, [3, 5], -1], "
+                        "or false to show none")
+    found = set()
+    for item in spec:
+        if isinstance(item, list) and len(item) == 2:
+            first, last = line(item[0]), line(item[1])
+            if first > last:
+                raise DeckError(f"{where}: slide.{what} range {item!r} runs backwards; write [first, last]")
+            found |= set(range(first, last + 1))
+        else:
+            found.add(line(item))
+    return sorted(found)
+
+
+def folded(lines: list[str], keep: list[int], marker: str, indent: bool = True) -> list[str]:
+    """`lines` with only those numbered `keep`; each run left out (but one of blank lines only) becomes one
+    `marker` line (code: at the indentation of its first line), so the room sees that the notebook shows more."""
+    shown, last = [], -1
+    for k in [*keep, len(lines)]:
+        gap = [line for line in lines[last + 1:k] if line.strip()]
+        if gap:
+            shown.append(gap[0][:len(gap[0]) - len(gap[0].lstrip())] * indent + marker)
+        if k < len(lines):
+            shown.append(lines[k])
+        last = k
+    while shown and not shown[0].strip():
+        shown.pop(0)
+    while shown and not shown[-1].strip():
+        shown.pop()
+    return shown
+
+
+def stands_as_python(lines: list[str], keep: list[int]) -> str | None:
+    """None when the lines kept, each folded run written as `...`, parse as Python; else what does not parse.
+    A fold that cuts a statement in two (half a call, a loop without its body) fails here, not in front of a room."""
+    candidate = folded(lines, keep, "...")
+    try:
+        ast.parse("\n".join(candidate))
+    except SyntaxError as e:
+        return f"line {e.lineno} of what the slide would show ({(e.text or '').strip()[:50]!r}): {e.msg}"
+    return None
+
+
+def slide_choice(cell, where: str, lang: str) -> dict:
+    """The cell's `slide` metadata, checked: what its slide shows (see the module docstring, "What a slide shows").
+    A key the cell's kind does not take, a title missing a language, or a value of the wrong kind is a DeckError."""
+    choice = cell.metadata.get("slide")
+    if choice is None:
+        return {}
+    if not isinstance(choice, dict):
+        raise DeckError(f"{where}: slide metadata is {choice!r}; give an object, e.g. slide={{\"say\": [2]}}")
+    if unknown := set(choice) - CHOICES[cell.cell_type]:
+        takes = ", ".join(sorted(CHOICES[cell.cell_type]))
+        raise DeckError(f"{where}: a {cell.cell_type} cell's slide metadata takes {takes}"
+                        f", not {', '.join(sorted(unknown))}")
+    for title in titles(choice):
+        if not (isinstance(title, dict) and all(isinstance(title.get(k), str) and title[k].strip() for k in WORDS)
+                and set(title) <= {*WORDS, "at"}):
+            raise DeckError(f"{where}: slide.title is {title!r}; give the slide's title in every edition, "
+                            f'e.g. {{"en": "Entropy against temperature", "zh": "熵随温度的变化"}} (or a list of '
+                            "them, each with its \"at\")")
+        at = title.get("at", 1)
+        if isinstance(at, bool) or not isinstance(at, int | str) or isinstance(at, int) and at < 1 or \
+                (at != 1 and cell.cell_type != "markdown"):
+            raise DeckError(f"{where}: slide.title's \"at\" is {at!r}; give the Markdown block the titled slide "
+                            "starts with: its number (from 1) or its first words")
+    return choice
+
+
+def titles(choice: dict) -> list:
+    """slide.title as a list: one title ({"en", "zh", "at"}) or several, for slides that start inside the cell."""
+    title = choice.get("title")
+    return [] if title is None else title if isinstance(title, list) else [title]
+
+
+def block_index(item, reference: list[Block], where: str, what: str) -> int:
+    """The 0-based number of the block a choice names in its cell: by number (from 1, headings counted), or by how
+    its Markdown starts in the English cell ("The first two rows"), which stays right when the prose around it
+    changes; a DeckError when no block, or more than one, starts so."""
+    if isinstance(item, str):
+        found = [k for k, b in enumerate(reference) if (b.source or "\n".join(b.lines or [])).strip().startswith(item)]
+        if len(found) != 1:
+            raise DeckError(f"{where}: slide.{what} names the block starting {item!r}, and {len(found) or 'no'} "
+                            f"block(s) of the English cell start so; quote more of its first words")
+        return found[0]
+    return chosen_lines([item], len(reference), where, what)[0]
+
+
+def said_blocks(choice: dict, blocks: list[Block], reference: list[Block], where: str) -> set[int]:
+    """The 0-based numbers of the prose blocks a Markdown cell says rather than shows (slide.say: true, every block
+    but its headings; or a list of blocks, each by number, from 1, headings counted, or by its first words in the
+    English cell, `reference`)."""
+    say = choice.get("say")
+    if say is None or say is False:
+        return set()
+    if say is True:
+        return {k for k, b in enumerate(blocks) if not b.level}
+    if not isinstance(say, list) or not say:
+        raise DeckError(f"{where}: slide.say is {say!r}; give true, or the blocks to say as a list, e.g. "
+                        '[2, "The first two rows"]')
+    numbers = [item for item in say if not isinstance(item, str)]
+    picked = set(chosen_lines(numbers, len(reference), where, "say")) if numbers else set()
+    picked |= {block_index(item, reference, where, "say") for item in say if isinstance(item, str)}
+    if headings := [k + 1 for k in sorted(picked) if blocks[k].level]:
+        raise DeckError(f"{where}: slide.say names block {headings[0]}, a heading; a heading is always shown")
+    return picked
+
+
+def block_kinds(source: str, lang: str) -> list[str]:
+    return [b.kind for b in prose_blocks(source, lang)]
+
+
 # ---- cells → sections → slides --------------------------------------------------------------------------------
 VISUAL = {"figure", "png", "widget"}
+PROSE = {"paragraph_open", "bullet_list_open", "ordered_list_open"}
 MIN_ROWS = 3  # a slide shows at least this many lines of text, or a figure, a widget or a title
 FIGURE_MIN = 360  # a figure may be drawn down to this height (px) to stay on the slide of the text before it
 RUNNING = 46  # the height of a continuation's running header (deck.css: h2.running)
+RUNNING_PART = 74  # a titled slide's two-line header (deck.css: h2.running.part)
+PART_TITLE = 64  # the most display units (a Chinese character is two) a slide's title may take: one line at 30 px
 
 
 @dataclass
@@ -367,6 +542,7 @@ class Slide:
     blocks: list[Block] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     section: str | None = None
+    part: str = ""  # the title the author gave the run of slides this one is in (slide.title); "" for the first
 
     @property
     def height(self) -> float:
@@ -384,10 +560,15 @@ class Slide:
         return not shows and sum(b.rows for b in self.blocks) < MIN_ROWS
 
 
-def running_header(section: Section, lang: str) -> Block:
-    """"6.3 Temperature (continued)": the first line of every slide after a section's first."""
-    return Block(f'<h2 class="running">{section.title}<span class="mark">{WORDS[lang]["continued"]}</span></h2>',
-                 RUNNING, kind="running")
+def running_header(section: Section, lang: str, part: str = "", titled: bool = False) -> Block:
+    """"6.3 Temperature (continued)": the first line of every slide after a section's first. A slide the author
+    started with a title (slide.title) opens with two lines, the section's title small above its own, "6.3
+    Temperature" / "Entropy against temperature"; its continuations add the mark to the second."""
+    mark = "" if titled else f'<span class="mark">{WORDS[lang]["continued"]}</span>'
+    if not part:
+        return Block(f'<h2 class="running">{section.title}{mark}</h2>', RUNNING, kind="running")
+    return Block(f'<h2 class="running part{" titled" * titled}"><span class="section">{section.title}</span>'
+                 f'<span class="sub">{part}{mark}</span></h2>', RUNNING_PART, kind="running")
 
 
 def lines_height(lines: list[str], head: list[str] | None = None) -> float:
@@ -417,19 +598,39 @@ def least(block: Block) -> float:
 
 def pack_section(section: Section, lang: str) -> list[Slide]:
     """One section on as few slides as its blocks take at their full size: the first opens with the section's
-    heading, each one after with a running header. A block goes on while it fits; a heading, a lead-in or a code
-    cell stays on the slide where the block after it starts; a figure may be drawn smaller (down to FIGURE_MIN)
-    to stay by its text; a listing too long for the room left is split between its lines, never leaving fewer
-    than MIN_ROWS of them on either side."""
-    slides = [Slide(notes=list(section.notes), section=section.key)]
+    heading, each one after with a running header; where the author started a slide with a title (slide.title),
+    a slide opens with that title under the section's, and the blocks after it fill slides of their own from
+    there. A block goes on while it fits; a heading, a lead-in or a code cell stays on the slide where the block
+    after it starts; a figure may be drawn smaller (down to FIGURE_MIN) to stay by its text (before or after it);
+    a listing too long for the room left is split between its lines, never leaving fewer than MIN_ROWS of them on
+    either side."""
+    parts, slides = [("", [])], []
+    for block in section.blocks:
+        if block.kind == "break":
+            parts.append((block.title, []))
+        else:
+            parts[-1][1].append(block)
+    for k, (title, blocks) in enumerate(parts):
+        if k == 0:
+            head = Slide(notes=list(section.notes), section=section.key)
+        elif not blocks:
+            continue
+        else:
+            head = Slide(blocks=[running_header(section, lang, title, titled=True)], section=section.key, part=title)
+        slides += mend_fragments(pack_part(section, blocks, head, lang))
+    return slides
+
+
+def pack_part(section: Section, blocks: list[Block], head: Slide, lang: str) -> list[Slide]:
+    """The blocks of one run of a section (pack_section) on slides, from `head` on."""
+    slides = [head]
 
     def room() -> float:
         return BUDGET - slides[-1].height
 
     def fresh() -> None:
-        slides.append(Slide(blocks=[running_header(section, lang)], section=section.key))
+        slides.append(Slide(blocks=[running_header(section, lang, head.part)], section=section.key, part=head.part))
 
-    blocks = section.blocks
     for k, block in enumerate(blocks):
         after = least(blocks[k + 1]) if block.keep and k + 1 < len(blocks) else 0
         if block.lines is None:
@@ -441,23 +642,28 @@ def pack_section(section: Section, lang: str) -> list[Slide]:
                     fresh()
             if block.resize and block.height > room():  # a widget taller than a slide: its figure drawn smaller
                 block = block.resize(int(room() - 16))
+            after = blocks[k + 1] if k + 1 < len(blocks) else None
+            if block.kind in ("figure", "png") and after is not None and after.lines is None and \
+                    after.kind in PROSE and block.height + after.height > room() and \
+                    room() - after.height - 16 >= FIGURE_MIN:  # the figure drawn smaller to keep what it says with it
+                block = block.resize(int(room() - after.height - 16))
             slides[-1].blocks.append(block)
             continue
-        lines = block.lines
+        lines, said = block.lines, block.said  # the prose said with it goes with its first part
         while lines:
             empty = not slides[-1].content
             whole = lines_height(lines, block.head)
             if whole + after <= room() or (empty and whole <= room()):
-                slides[-1].blocks.append(render_lines(block, lines, keep=block.keep))
+                slides[-1].blocks.append(render_lines(block, lines, keep=block.keep, said=said))
                 break
             fit = most_lines(lines[:len(lines) - MIN_ROWS], room(), block.head)
             if fit < MIN_ROWS and empty:
                 fit = max(1, most_lines(lines, room(), block.head))  # lines so wide that fewer fit: at least one
             if fit >= MIN_ROWS or empty:
-                slides[-1].blocks.append(render_lines(block, lines[:fit]))
-                lines = lines[fit:]
+                slides[-1].blocks.append(render_lines(block, lines[:fit], said=said))
+                lines, said = lines[fit:], []
             fresh()
-    return mend_fragments(slides)
+    return slides
 
 
 def mend_fragments(slides: list[Slide]) -> list[Slide]:
@@ -486,7 +692,7 @@ def take_end(before: Slide, slide: Slide) -> bool:
     moved, kept = last, []
     if last.part and len(last.part) >= 2 * MIN_ROWS:
         moved = render_lines(last, last.part[-MIN_ROWS:], keep=last.keep)
-        kept = [render_lines(last, last.part[:-MIN_ROWS])]
+        kept = [render_lines(last, last.part[:-MIN_ROWS], said=last.said)]
     rest = before.blocks[:-1] + kept
     if slide.height + moved.height > BUDGET or Slide(rest).fragment:
         return False
@@ -520,25 +726,106 @@ def new_section(heading: Block | None) -> Section:
 def notebook_groups(path: Path, lang: str, figure_ids, only: set[str] | None = None) -> list[Section]:
     """The sections of one notebook, each with its blocks; with `only`, just the sections with those keys. A
     section runs from one `#`/`##` heading to the next, whichever cell it is in: "## Summary" opens a section of
-    its own ("Summary"), it does not go on with the numbered one before it."""
+    its own ("Summary"), it does not go on with the numbered one before it. Each cell shows what its `slide`
+    metadata chose (slide_choice): a code cell some of its lines and of its output's, a Markdown cell some of its
+    blocks, the others said (in the speaker notes of the slide they would be on); a title starts a slide."""
     notebook = nbformat.read(path, as_version=4)
-    sections = []
+    english = None
+    if lang != "en":  # a Markdown cell's blocks are chosen by number in the English cell: the translation's must match
+        english = iter([c.source for c in nbformat.read(NOTEBOOKS["en"] / path.name, as_version=4).cells
+                        if c.cell_type == "markdown"])
+    sections, said = [], []
     for number, cell in enumerate(notebook.cells, start=1):
+        first = (cell.source.strip().splitlines() or [""])[0][:50]
+        where = f"{shown(path)}, cell {number} ({first!r})"
+        original = next(english) if english is not None and cell.cell_type == "markdown" else None
         kind = (cell.metadata.get("slideshow") or {}).get("slide_type", "-")
         if kind == "skip" or LEFT_OUT & set(cell.metadata.get("tags", [])):
             continue
+        choice = slide_choice(cell, where, lang)
         if cell.cell_type == "markdown":
             blocks = prose_blocks(cell.source, lang)
+            reference = blocks if original is None else prose_blocks(original, "en")  # the English cell's blocks
+            count = len(blocks)
+            if (isinstance(choice.get("say"), list) or any(t.get("at", 1) != 1 for t in titles(choice))) and \
+                    original is not None:
+                kinds = block_kinds(original, "en")  # the translation may add blocks after them (a legend)
+                if kinds != [b.kind for b in blocks[:len(kinds)]]:
+                    raise DeckError(f"{where}: slide.say and slide.title's \"at\" choose blocks by number, and "
+                                    "this translation's blocks "
+                                    f"({', '.join(b.kind.removesuffix('_open') for b in blocks)}) are not the "
+                                    f"English cell's ({', '.join(k.removesuffix('_open') for k in kinds)}); split "
+                                    "or join its paragraphs as the English does")
+                count = len(kinds)
+            quiet = said_blocks(choice, blocks[:count], reference, where)
         else:
-            first = (cell.source.strip().splitlines() or [""])[0][:50]
-            outputs = output_blocks(cell, lang, figure_ids, f"{shown(path)}, cell {number} ({first!r})")
-            blocks = [code_block(cell.source), *outputs]
-            blocks[0].keep = bool(outputs)  # a cell's code stays with the start of its output
-        for block in blocks:
+            outputs = output_blocks(cell, lang, figure_ids, where)
+            if outputs and outputs[0].kind == "output" and "output" in choice:  # the text the cell printed
+                lines, spec = outputs[0].lines, choice["output"]
+                outputs[0:1] = [] if spec is False else [
+                    code_block("\n".join(folded(lines, chosen_lines(spec, len(lines), where, "output"),
+                                                FOLD_OUTPUT, indent=False)), "output")]
+            lines, spec = cell.source.rstrip("\n").split("\n"), choice.get("code", True)
+            if spec is True:
+                code = [code_block(cell.source)]
+            elif spec is False:
+                code = []
+            else:
+                keep = chosen_lines(spec, len(lines), where, "code")
+                if problem := stands_as_python(lines, keep):
+                    raise DeckError(f"{where}: the lines slide.code chooses do not stand as Python, {problem}; "
+                                    "choose whole statements (a folded run shows as '# ⋯')")
+                code = [code_block("\n".join(folded(lines, keep, FOLD_CODE)))]
+            if code:
+                code[0].keep = bool(outputs)  # a cell's code stays with the start of its output
+            blocks, quiet, reference = [*code, *outputs], set(), []
+        breaks = []
+        for title in titles(choice):
+            at = 0 if title.get("at", 1) == 1 else block_index(title["at"], reference, where, "title")
+            # the titled slide starts with block `at` of the cell
+            if blocks and at >= len(blocks):
+                raise DeckError(f"{where}: slide.title's \"at\" is {at + 1}, and the cell has {len(blocks)} "
+                                "block(s)")
+            if blocks and blocks[at].level in (1, 2):
+                raise DeckError(f"{where}: slide.title before a heading; the heading is its slide's title already")
+            breaks.append((at, markdown().renderInline(myst_roles(title[lang], lang))))
+        for k, block in enumerate(blocks):  # a ### heading starts a slide titled by it
+            if block.level == 3:
+                breaks.append((k, re.sub(r"^\s*<h3[^>]*>|</h3>\s*$", "", block.html)))  # HTML already
+        for at, text in sorted(breaks, reverse=True):
+            if display_width(shown_text(html.unescape(re.sub(r"<[^>]+>", "", text)))) > PART_TITLE:
+                raise DeckError(f"{where}: the slide title {text!r} is too long for one line; keep it under "
+                                f"{PART_TITLE} characters (a Chinese character counts two)")
+            if blocks and blocks[at].level == 3:
+                blocks[at] = Block("", 0, kind="break", title=text)
+                continue
+            blocks.insert(at, Block("", 0, kind="break", title=text))
+            quiet = {k + (k >= at) for k in quiet}
+        for k, block in enumerate(blocks):
+            if k in quiet:
+                said.append(block.source or re.sub(r"<[^>]+>", "", block.html))
+                continue
             if block.level in (1, 2) or not sections:
+                if sections:
+                    attach(sections[-1], said)
                 sections.append(new_section(block if block.level in (1, 2) else None))
+            if block.kind != "break":
+                block.said, said = said + block.said, []
             sections[-1].blocks.append(block)
+    if sections:
+        attach(sections[-1], said)
     return [s for s in sections if only is None or s.key in only]
+
+
+def attach(section: Section, said: list[str]) -> None:
+    """Prose said, with no block shown after it in its section, goes to the notes of the last one shown (prose
+    said before a titled slide goes to that slide's notes: it leads into what the slide shows)."""
+    shown_blocks = [b for b in section.blocks if b.kind != "break"]
+    if said and shown_blocks:
+        shown_blocks[-1].said += said
+    elif said:
+        section.notes += said
+    said.clear()
 
 
 # ---- speaker notes from the lecturer's guide and the lecture path ---------------------------------------------
@@ -700,7 +987,9 @@ def notes_html(notes: list[str], lang: str) -> str:
 
 
 def section_html(slide: Slide, lang: str) -> str:
-    notes = f'<aside class="notes">{notes_html(slide.notes, lang)}</aside>' if slide.notes else ""
+    """One slide; its speaker notes are the section's (on its first slide) and the prose said with its blocks."""
+    said = [text for block in slide.blocks for text in block.said]
+    notes = f'<aside class="notes">{notes_html(slide.notes + said, lang)}</aside>' if slide.notes or said else ""
     return f"<section>{''.join(b.html for b in slide.blocks)}{notes}</section>"
 
 
@@ -780,6 +1069,10 @@ DECK_CSS = f"""/* teachllm decks: 1280×720 slides, never scaled (build_slides.p
 .reveal h2.running {{ font-size: {TEXT_PX}px; line-height: 30px; color: #52667a; margin: 0 0 10px;
   padding-bottom: 4px; border-bottom: 1px solid #d0d7de; }}
 .reveal h2.running .mark {{ color: #888; font-weight: normal; }}
+/* a slide the author titled (slide.title): the section's title small, the slide's own below it */
+.reveal h2.running.part .section {{ display: block; font-size: 18px; line-height: 22px; font-weight: normal; }}
+.reveal h2.running.part .sub {{ display: block; font-size: 30px; line-height: 38px; color: #1d3557; }}
+.reveal pre .fold {{ color: #888; font-style: normal; }}  /* lines the slide folds; the notebook shows them */
 .reveal .stop-title h1 {{ margin-top: 160px; }}
 {HtmlFormatter().get_style_defs('.reveal pre.code')}
 """
@@ -803,12 +1096,45 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     Plotly.react = function (div, data, layout, config) {
       var root = div && div.closest && div.closest(".teachllm-live");
       if (root && root.dataset.figureHeight) {
-        layout = Object.assign({}, layout, {width: __WIDGET_WIDTH__, height: Number(root.dataset.figureHeight),
-                                            autosize: false});
+        layout = Object.assign(roomFonts(layout, true), {width: __WIDGET_WIDTH__,
+                                                         height: Number(root.dataset.figureHeight), autosize: false});
+        data = (data || []).map(function (trace) { return roomFonts(trace, false); });
         config = Object.assign({}, config, {responsive: false});
       }
       return react.call(Plotly, div, data, layout, config);
     };
+  }
+
+  // A figure's text read from the back of a room: every font of a figure (its layout's, its axes' tick labels,
+  // titles, legend, annotations, a trace's text) at least __FIGURE_FONT__ px on the 1280 px slide, a title
+  // __FIGURE_TITLE__ px; the notebook's own figure (12-13 px, for a screen at arm's length) is left as it is.
+  function roomFonts(spec, isLayout) {
+    var copy = JSON.parse(JSON.stringify(spec || {}));
+    (function walk(o, inTitle) {
+      if (Array.isArray(o)) { o.forEach(function (x) { walk(x, inTitle); }); return; }
+      if (!o || typeof o !== "object") { return; }
+      Object.keys(o).forEach(function (k) {
+        var v = o[k];
+        if (/font$/i.test(k) && v && typeof v === "object" && !Array.isArray(v)) {
+          var least = inTitle || k === "titlefont" ? __FIGURE_TITLE__ : __FIGURE_FONT__;
+          if (typeof v.size !== "number" || v.size < least) { v.size = least; }
+        }
+        walk(v, inTitle || k === "title");
+      });
+    })(copy, false);
+    if (!isLayout && typeof copy.mode === "string" && copy.mode.indexOf("text") >= 0 && copy.cliponaxis === undefined) {
+      copy.cliponaxis = false;  // a point's label, larger now, is not cut off at the edge of the plot
+    }
+    if (isLayout) {  // a layout's own font, which its axes, legend and annotations inherit
+      Object.keys(copy).forEach(function (k) {  // a log axis labels its powers of ten only: its small digits crowd
+        var axis = copy[k];
+        if (/^[xy]axis\\d*$/.test(k) && axis && axis.type === "log" && axis.dtick === undefined &&
+            axis.tickvals === undefined) { axis.dtick = 1; }
+      });
+      copy.font = Object.assign({}, copy.font);
+      if (typeof copy.font.size !== "number" || copy.font.size < __FIGURE_FONT__) { copy.font.size = __FIGURE_FONT__; }
+    }
+    return copy;
   }
   var continued = marks[document.documentElement.lang.indexOf("zh") === 0 ? "zh" : "en"];
 
@@ -831,14 +1157,21 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     return next;
   }
 
-  // the running header of a continuation: the slide's own (typeset) one, or one made from its heading
+  // the running header of a continuation: the slide's own (typeset) one, or one made from its heading; a slide
+  // the author titled ("6.3 Temperature · Entropy against temperature") gains the mark on its continuation
   function header(section) {
     var running = section.querySelector("h2.running");
-    if (running) { return running.cloneNode(true); }
-    var made = document.createElement("h2");
-    made.className = "running";
-    var heading = section.querySelector("h1, h2");
-    if (heading) { [].forEach.call(heading.childNodes, function (n) { made.appendChild(n.cloneNode(true)); }); }
+    var made;
+    if (running) {
+      made = running.cloneNode(true);
+      made.classList.remove("titled");
+      if (made.querySelector(".mark")) { return made; }
+    } else {
+      made = document.createElement("h2");
+      made.className = "running";
+      var heading = section.querySelector("h1, h2");
+      if (heading) { [].forEach.call(heading.childNodes, function (n) { made.appendChild(n.cloneNode(true)); }); }
+    }
     var mark = document.createElement("span");
     mark.className = "mark";
     mark.textContent = continued;
@@ -928,6 +1261,30 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
     });
   }
 
+  // The speaker window (notes.js writes it into a window it opens) labels its two frames "Current"/"Upcoming"
+  // and puts its layout menu at the top right, over the slides' headers; here each frame starts below a band
+  // that holds them, so nothing covers a slide.
+  if (!receiver) {
+    var open = window.open;
+    window.open = function () {
+      var speaker = open.apply(window, arguments);
+      var tries = 0;
+      var timer = setInterval(function () {
+        var doc = null;
+        try { doc = speaker && speaker.document; } catch (e) { clearInterval(timer); return; }
+        if (doc && doc.getElementById("upcoming-slide") && doc.head) {
+          var style = doc.createElement("style");
+          style.id = "teachllm-speaker-band";
+          style.textContent = "#current-slide, #upcoming-slide { box-sizing: border-box; padding-top: __BAND__px; }" +
+            " #current-slide .label, #upcoming-slide .label, #speaker-layout { top: 4px; }";
+          doc.head.appendChild(style);
+          clearInterval(timer);
+        } else if (++tries > 100) { clearInterval(timer); }
+      }, 50);
+      return speaker;
+    };
+  }
+
   function start() {
     paginate();
     Reveal.initialize({width: 1280, height: 720, margin: 0, minScale: receiver ? 0.05 : 1, maxScale: 1,
@@ -938,7 +1295,8 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
         var spec = document.getElementById(div.id + "-json");
         if (!spec || typeof Plotly === "undefined") { return; }
         var fig = JSON.parse(spec.textContent);
-        Plotly.newPlot(div, fig.data, fig.layout, {displaylogo: false, responsive: false});
+        var data = (fig.data || []).map(function (t) { return roomFonts(t, false); });
+        Plotly.newPlot(div, data, roomFonts(fig.layout, true), {displaylogo: false, responsive: false});
       });
     });
   }
@@ -950,7 +1308,8 @@ DECK_JS = """// teachllm decks: reveal.js at the slide's own size (never scaled,
       .then(start, start);
   });
 })();
-""".replace("__WIDGET_WIDTH__", str(WIDTH - 2 * PAD_X - 20)).replace(
+""".replace("__WIDGET_WIDTH__", str(WIDTH - 2 * PAD_X - 20)).replace("__FIGURE_FONT__", str(FIGURE_FONT)).replace(
+    "__FIGURE_TITLE__", str(FIGURE_TITLE)).replace("__BAND__", str(SPEAKER_BAND)).replace(
     "__MARKS__", json.dumps({lang: words["continued"] for lang, words in WORDS.items()}, ensure_ascii=False))
 
 

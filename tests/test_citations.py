@@ -87,9 +87,16 @@ def misquoted(text: str, documents: dict[str, str]) -> list[str]:
     return wrong
 
 
+def prose_of(page: Path) -> str:
+    """The page's text; of a chapter source, without its cells' `# %%` lines, which hold metadata (a slide's
+    title in both editions, say), not prose."""
+    text = page.read_text(encoding="utf-8")
+    return re.sub(r"^# %%.*$", "", text, flags=re.M) if page.suffix == ".py" else text
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_quotations_of_the_notes_are_exact(page):
-    wrong = misquoted(page.read_text(encoding="utf-8"), notes())
+    wrong = misquoted(prose_of(page), notes())
     assert not wrong, (
         f"{page.relative_to(ROOT)} quotes, as the notes' words, what the notes do not say: {wrong}. Quote the "
         "notes as written, or paraphrase without quotation marks"

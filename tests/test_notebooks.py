@@ -36,9 +36,10 @@ def test_notebook_matches_its_source(lang, src):
     want = build_notebooks.notebook_from_source(src, lang)  # raises when a translation is out of sync
     assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in want.cells], (
         f"{built.name} ({lang}) is out of date with {src.name}: rebuild it")
-    slides = [c.metadata.get("slideshow") for c in nb.cells]
-    assert slides == [c.metadata.get("slideshow") for c in want.cells], (
-        f"{built.name}'s slide types differ from {src.name}: `python scripts/build_notebooks.py --metadata-only`")
+    slides = [(c.metadata.get("slideshow"), c.metadata.get("slide")) for c in nb.cells]
+    assert slides == [(c.metadata.get("slideshow"), c.metadata.get("slide")) for c in want.cells], (
+        f"{built.name}'s slide types or slide choices differ from {src.name}: "
+        f"`python scripts/build_notebooks.py --metadata-only {src.stem[:2]}`")
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
 

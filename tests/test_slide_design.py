@@ -2,8 +2,13 @@
 (scripts/build_slides.py's chapter_deck, lecture_deck and deck_html; no browser, no assets) and read back slide by
 slide (each <section>):
 
-- every slide opens with its section's title: its own heading, or a running header that repeats the last
-  section heading word for word, followed by the continuation mark, one mark per language;
+- every slide opens with its section's title: its own heading, a running header that repeats the last section
+  heading word for word, followed by the continuation mark, one mark per language, or (a slide its author
+  titled) the section heading small above the slide's own title;
+- slides are chosen, not paginated: in every deck fewer than a quarter of the slides are continuations, and both
+  editions carry the same choices (each cell's `slide` metadata); the choices themselves (lines folded, output
+  rows kept, prose said in the notes, titled slides) are shown on a notebook made here, and a choice the deck
+  cannot keep stops the build naming the cell;
 - a section heading (`##`) is the first thing on its slide, never under the tail of the section before;
 - no fragment: a slide with fewer than 3 lines of text shows a title, a figure or a widget;
 - no waste: two slides of one section that would fit on one are one;
@@ -16,60 +21,34 @@ slide (each <section>):
   form beside it, the deck loads book/_static/teachllm-widgets.js, copied unchanged, and no slide says "open
   the notebook" instead.
 
-The counts are printed (pytest -s) for the record: slides, continuations, fragments, slides without a title.
+The counts are printed (pytest -s) for the record: slides, continuations and their share, titled slides,
+fragments, slides without a title. tests/slide_reading.py reads a slide; tests/browser/test_slides.py reads them
+again as Chromium shows them.
 """
 
 import filecmp
-import html
 import json
-import math
 import re
-import sys
 from pathlib import Path
 
 import pytest
-
-from teachllm.viz.language import display_width
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_slides  # noqa: E402  (scripts/ is not a package)
+from slide_reading import (
+    MARK,
+    ROOT,
+    build_slides,
+    continuations,
+    fragments,
+    lecture_path_sections,
+    raw_tex,
+    read_deck,
+    section_numbers,
+    share,
+    text_of,
+    untitled,
+    without_notes,
+)
 
 LANGS = ("en", "zh")
-MARK = {"en": "(continued)", "zh": "（续）"}
-TEXT_COLUMNS = 90  # characters of prose on a line of a 1280 px slide at 24 px (a Chinese character counts two)
-SLIDE = re.compile(r"<section[^>]*>(.*?)</section>", re.S)
-HEADING = re.compile(r"<(h[12])([^>]*)>(.*?)</\1>", re.S)
-
-
-def text_of(markup: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "", markup)).strip()
-
-
-def read_slide(markup: str) -> dict:
-    """One <section> as what a student sees: its first element, headings, lines of text, figures, notes."""
-    notes = "".join(re.findall(r'<aside class="notes">(.*?)</aside>', markup, re.S))
-    body = re.sub(r'<aside class="notes">.*?</aside>|<script[^>]*>.*?</script>', "", markup, flags=re.S)
-    first = re.match(r"\s*<(\w+)([^>]*)>", body)
-    headings = [(tag, attrs, text_of(inner)) for tag, attrs, inner in HEADING.findall(body)]
-    rows = sum(text_of(pre).count("\n") + 1 for pre in re.findall(r"<pre[^>]*>(.*?)</pre>", body, re.S))
-    rest = re.sub(r"<pre[^>]*>.*?</pre>|<h[1-6][^>]*>.*?</h[1-6]>", "", body, flags=re.S)
-    rows += len(re.findall(r"<tr>", rest)) - len(re.findall(r"<thead>", rest))
-    rest = re.sub(r"<table>.*?</table>", "", rest, flags=re.S)
-    for chunk in re.split(r"</p>|</li>|<li>|<p[^>]*>|</div>|<ul>|<ol[^>]*>|</ul>|</ol>", rest):
-        if (plain := text_of(chunk)) and 'class="continued"' not in chunk:
-            rows += math.ceil(display_width(plain) / TEXT_COLUMNS)
-    visual = r'class="figure"|<img|class="widget-note"|class="teachllm-live"'
-    opens = bool(first) and (first[1] in ("h1", "h2") and 'class="running"' not in first[2]
-                             or 'class="stop-title"' in first[2])  # a section's first slide, a title
-    return {"first": (first[1], first[2]) if first else ("", ""), "headings": headings, "rows": rows,
-            "visual": bool(re.search(visual, body)), "title": "<h1" in body,
-            "continued": 'class="running"' in body or 'class="continued"' in body, "notes": text_of(notes),
-            "html": body, "section": opens}
-
-
-def read_deck(page: str) -> list[dict]:
-    return [read_slide(m) for m in SLIDE.findall(page)]
 
 
 @pytest.fixture(scope="module")
@@ -83,29 +62,10 @@ def decks() -> dict[str, list[dict]]:
             found[prefix + path.stem] = read_deck(build_slides.deck_html("t", slides, lang, "assets"))
         found[prefix + "lecture"] = read_deck(build_slides.deck_html("t", build_slides.lecture_deck(lang), lang, "a"))
     for name, slides in found.items():  # the record: pytest -s shows it
-        print(f"{name}: {len(slides)} slides, {sum(s['continued'] for s in slides)} continuations, "
-              f"{len(fragments(slides))} fragments, {len(untitled(slides))} without a title")
+        print(f"{name}: {len(slides)} slides, {continuations(slides)} continuations ({share(slides):.0%}), "
+              f"{sum(s['titled'] for s in slides)} titled by their authors, {len(fragments(slides))} fragments, "
+              f"{len(untitled(slides))} without a title")
     return found
-
-
-def untitled(slides: list[dict]) -> list[int]:
-    """Slides that do not open with their section's title: a heading of their own, or a running header that
-    repeats the last section heading and ends with the continuation mark."""
-    found, section = [], None
-    for k, slide in enumerate(slides):
-        tag, attrs = slide["first"]
-        if tag in ("h1", "h2") and 'class="running"' not in attrs or 'class="stop-title"' in attrs:
-            section = slide["headings"][0][2]
-            continue
-        header = slide["headings"][0][2] if slide["headings"] else ""
-        mark = r"\s*(\(continued\)|（续）)"
-        if tag != "h2" or section is None or not re.fullmatch(re.escape(section) + mark, header):
-            found.append(k)
-    return found
-
-
-def fragments(slides: list[dict]) -> list[int]:
-    return [k for k, s in enumerate(slides) if s["rows"] < 3 and not s["visual"] and not s["title"]]
 
 
 def test_every_slide_opens_with_its_sections_title(decks):
@@ -145,26 +105,8 @@ def test_no_two_slides_of_a_section_would_fit_on_one():
             for k in range(1, len(slides)):
                 a, b = slides[k - 1], slides[k]
                 rest = sum(block.height for block in b.blocks if block.kind != "running")
-                assert a.section != b.section or a.height + rest > build_slides.BUDGET, \
+                assert a.section != b.section or a.part != b.part or a.height + rest > build_slides.BUDGET, \
                     f"{path.name}: slides #/{k - 1} and #/{k} ({a.section}) fit on one ({a.height:.0f} + {rest:.0f} px)"
-
-
-def lecture_path_sections(lang: str) -> list[str]:
-    """The lecture path's sections, read from the page: per stop, per chapter its **Chapter(s):** line names (in
-    that order), every section number of that chapter the stop names (ranges such as 6.1–6.5 included), by
-    number. A course note's §4.4 is not one."""
-    text = (build_slides.PAGES[lang] / "lecture-path.md").read_text(encoding="utf-8")
-    found = []
-    for stop in re.split(r"^## ", text, flags=re.M)[1:]:
-        line = re.search(r"\*\*(Chapters?:|章节：)\*\*(.*?)\n(\s*\n|- )", stop, re.S)
-        if not line:
-            continue
-        for chapter in re.findall(r"chapters/(\d+)-", line[2]):
-            number, named = int(chapter), set()
-            for m in re.finditer(rf"(?<![\d.§]){number}\.(\d+)(?:\s*[–-]\s*{number}\.(\d+))?(?!\d|\.\d)", stop):
-                named |= set(range(int(m[1]), int(m[2] or m[1]) + 1))
-            found += [f"{number}.{n}" for n in sorted(named)]
-    return found
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -172,17 +114,11 @@ def test_the_lecture_deck_has_the_lecture_paths_sections_in_order(decks, lang):
     expected = lecture_path_sections(lang)
     assert {"3.1", "3.5", "5.4", "6.7", "7.7", "10.5", "4.4"} <= set(expected), expected  # the page names them
     assert expected.index("6.9") < expected.index("8.2"), expected
-    slides = decks["lecture" if lang == "en" else "zh/lecture"]
-    shown = [s["headings"][0][2] for s in slides if s["first"][0] == "h2" and "running" not in s["first"][1]]
-    numbers = [m[1] if (m := re.match(r"(\d+\.\d+)\s", heading)) else heading for heading in shown]
-    assert numbers == expected
+    assert section_numbers(decks["lecture" if lang == "en" else "zh/lecture"]) == expected
 
 
 def test_speaker_notes_carry_no_raw_tex(decks):
-    raw = re.compile(r"\\[()\[\]]|\$|\\[A-Za-z]+|\^\{")
-    bad = {name: [(k, raw.search(s["notes"])[0]) for k, s in enumerate(slides) if raw.search(s["notes"])]
-           for name, slides in decks.items()}
-    bad = {name: ks for name, ks in bad.items() if ks}
+    bad = {name: raw_tex(slides) for name, slides in decks.items() if raw_tex(slides)}
     assert not bad, f"raw TeX in speaker notes (#/N): {bad}"
     notes = build_slides.notes_html(["Top-$k$ with $k = 3$; $2 \\cdot \\text{layers} \\cdot s^2$."], "en")
     assert "Top-k with k = 3; 2 · layers · s²." in notes, notes
@@ -209,9 +145,7 @@ def test_a_lecture_path_naming_a_section_a_chapter_lacks_is_refused_by_name(tmp_
 def test_every_section_slide_has_speaker_notes(decks):
     """A section's first slide, a chapter's title slide and a lecture stop's title carry notes: the guide's or the
     lecture path's where they say something, else a note made from the section itself."""
-    bad = {name: [k for k, s in enumerate(slides) if s["section"] and display_width(s["notes"]) < 20]
-           for name, slides in decks.items()}
-    bad = {name: ks for name, ks in bad.items() if ks}
+    bad = {name: without_notes(slides) for name, slides in decks.items() if without_notes(slides)}
     assert not bad, f"section slides without speaker notes (#/N): {bad}"
     for name, slides in decks.items():
         assert sum(s["section"] for s in slides) >= 5, f"{name}: only {sum(s['section'] for s in slides)} sections"
@@ -277,3 +211,112 @@ def test_the_deck_assets_carry_the_books_widget_script_unchanged(tmp_path, monke
     assert filecmp.cmp(copied, ROOT / "book" / "_static" / "teachllm-widgets.js", shallow=False)
     deck_js = (tmp_path / "slides" / "assets" / "deck.js").read_text(encoding="utf-8")
     assert "Plotly.react = function" in deck_js and "figureHeight" in deck_js  # the figure at the slide's size
+
+
+def test_continuations_are_under_a_quarter_of_every_deck(decks):
+    """Slides are chosen by their authors, not a notebook paginated: in every deck, fewer than a quarter of the
+    slides carry on the slide before them ("(continued)"); a slide an author titled is a slide of its own."""
+    shares = {name: share(slides) for name, slides in decks.items()}
+    print("continuations per deck:", ", ".join(f"{name} {value:.0%}" for name, value in shares.items()))
+    assert all(value < 0.25 for value in shares.values()), {n: f"{v:.0%}" for n, v in shares.items() if v >= 0.25}
+
+
+def test_both_editions_make_the_same_choices():
+    """The slide metadata lives in the chapter's .py; each edition's notebook carries it cell for cell."""
+    for path in sorted(build_slides.NOTEBOOKS["en"].glob("[0-9][0-9]-*.ipynb")):
+        import nbformat
+
+        def chosen(p: Path) -> list:
+            cells = nbformat.read(p, as_version=4).cells
+            return [(c.cell_type, c.metadata.get("slide"), c.metadata.get("slideshow")) for c in cells
+                    if "language" not in c.metadata.get("tags", [])]
+
+        english, chinese = chosen(path), chosen(build_slides.NOTEBOOKS["zh"] / path.name)
+        assert english == chinese, path.name
+        assert sum(bool(c[1]) for c in english) >= 10, f"{path.name}: its author chose almost nothing"
+
+
+# ---- the author's choices, on a notebook made here ---------------------------------------------------------------
+def tiny_deck(tmp_path, cells, lang="en"):
+    """A two-section notebook of these (kind, source, slide metadata, printed text) cells, as slides."""
+    import nbformat
+
+    made = [nbformat.v4.new_markdown_cell("# Chapter 1 · Tiny\n\nThe first paragraph, said.\n\nThe second, shown.",
+                                          metadata={"slide": {"say": [2]}})]
+    for kind, source, choice, printed in cells:
+        meta = {"slide": choice} if choice else {}
+        if kind == "markdown":
+            made.append(nbformat.v4.new_markdown_cell(source, metadata=meta))
+        else:
+            cell = nbformat.v4.new_code_cell(source, metadata=meta)
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)] if printed else []
+            made.append(cell)
+    path = tmp_path / "01-tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=made), path)
+    slides = build_slides.pack(build_slides.notebook_groups(path, lang, build_slides.figure_counter("t")), lang)
+    return slides, read_deck(build_slides.deck_html("t", slides, lang, "assets"))
+
+
+LOOP = "import os\nx = 1\nfor i in range(5):\n    y = i * x\n    print(y)\nassert y == 4"
+
+
+def test_a_code_cell_shows_the_lines_its_author_chose(tmp_path):
+    _, slides = tiny_deck(tmp_path, [("markdown", "## 1.1 Loop\n\nA loop.\n\nSaid by its first words.",
+                                      {"say": ["Said by"]}, ""),
+                                     ("code", LOOP, {"code": [[2, 5]], "output": [1, -1]}, "0\n1\n2\n3\n4\n")])
+    assert "Said by" not in slides[1]["html"] and "Said by its first words." in slides[1]["notes"]
+    code = re.findall(r'<pre class="code">(.*?)</pre>', slides[1]["html"], re.S)
+    shown = text_of(code[0]).split("\n")
+    assert shown == ["# ⋯", "x = 1", "for i in range(5):", "    y = i * x", "    print(y)", "# ⋯"], shown
+    output = text_of(re.search(r'<pre class="output">(.*?)</pre>', slides[1]["html"], re.S)[1]).split("\n")
+    assert output == ["0", "⋯", "4"], output
+    assert "The second, shown." in slides[0]["html"] and "The first paragraph" not in slides[0]["html"]
+    assert "The first paragraph, said." in slides[0]["notes"]  # said, not shown: in the speaker notes
+
+
+def test_a_titled_slide_is_a_slide_of_its_own_under_its_sections_title(tmp_path):
+    long = "\n".join(f"print({k})" for k in range(30))  # taller than a slide: its end goes on
+    _, slides = tiny_deck(tmp_path, [("markdown", "## 1.1 Loop\n\nA loop.", None, ""),
+                                     ("code", "x = 1", None, "1\n"),
+                                     ("markdown", "Now a longer listing:", {"title": {"en": "A long one",
+                                                                                     "zh": "一段长的"}}, ""),
+                                     ("code", long, None, "")], "en")
+    titled = [s for s in slides if s["titled"]]
+    assert len(titled) == 1 and not titled[0]["continued"] and titled[0]["running"] == "1.1 Loop"
+    assert "A long one" in text_of(titled[0]["html"]) and "Now a longer listing" in titled[0]["html"]
+    after = slides[slides.index(titled[0]) + 1]
+    assert after["continued"] and "A long one" in text_of(after["html"]) and "(continued)" in text_of(after["html"])
+    assert untitled(slides) == [] and share(slides) == 1 / len(slides)
+
+
+@pytest.mark.parametrize(("cell", "error"), [
+    (("code", LOOP, {"code": [[2, 9]]}, ""), r"slide\.code names line 9, and the code has 6 line"),
+    (("code", "print(\n    1,\n    2)\nx = 1", {"code": [1, 4]}, ""), r"do not stand as Python"),
+    (("code", LOOP, {"lines": [1]}, ""), r"takes code, output, title, not lines"),
+    (("code", LOOP, {"output": [3]}, "0\n1\n"), r"slide\.output names line 3, and the output has 2"),
+    (("markdown", "Some text.\n\n## 1.2 Next", {"say": [2]}, ""), r"a heading is always shown"),
+    (("markdown", "Some text.", {"title": {"en": "Only English"}}, ""), r"title in every edition"),
+    (("markdown", "Some text.", {"title": {"en": "x" * 70, "zh": "短"}}, ""), r"too long for one line"),
+    (("markdown", "One.\n\nTwo.", {"title": {"en": "T", "zh": "T", "at": 3}}, ""), r"the cell has 2 block"),
+    (("markdown", "One.\n\nTwo.", {"say": ["Three"]}, ""), r"starting 'Three', and no block\(s\) of the English"),
+])
+def test_a_choice_the_deck_cannot_keep_is_refused_naming_the_cell(tmp_path, cell, error):
+    with pytest.raises(build_slides.DeckError, match=error) as e:
+        tiny_deck(tmp_path, [("markdown", "## 1.1 Loop", None, ""), cell])
+    assert "01-tiny.ipynb, cell 3" in str(e.value)
+
+
+def test_a_translation_must_keep_the_blocks_a_choice_counts(tmp_path, monkeypatch):
+    import nbformat
+
+    english, chinese = tmp_path / "en", tmp_path / "zh"
+    english.mkdir(), chinese.mkdir()
+    for folder, text in ((english, "One.\n\nTwo."), (chinese, "一。二。")):  # the translation joined two paragraphs
+        cells = [nbformat.v4.new_markdown_cell("# Chapter 1 · Tiny"),
+                 nbformat.v4.new_markdown_cell("## 1.1 A\n\n" + text, metadata={"slide": {"say": [3]}})]
+        nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / "01-tiny.ipynb")
+    monkeypatch.setattr(build_slides, "NOTEBOOKS", {"en": english, "zh": chinese})
+    build_slides.notebook_groups(english / "01-tiny.ipynb", "en", build_slides.figure_counter("t"))
+    with pytest.raises(build_slides.DeckError, match=r"this translation's blocks \(heading, paragraph\) are not the "
+                                                     r"English cell's \(heading, paragraph, paragraph\)"):
+        build_slides.notebook_groups(chinese / "01-tiny.ipynb", "zh", build_slides.figure_counter("t"))

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "The word *decode*", "Everything runs on"]}
 # # Chapter 1 · The generation loop
 #
 # **What you will see.** One prompt travels through every stage of text generation on a real model,
@@ -18,7 +18,7 @@
 #
 # Everything runs on a laptop CPU in a few seconds. Each later chapter opens up one stage.
 
-# %%
+# %% slide={"code": [9, 10]}
 import torch
 
 import teachllm as tl
@@ -30,7 +30,7 @@ torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct: CUDA + bfloat16 if there is a GPU, else CPU + float32
 lm
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["Prefill runs once"]}
 # ## 1.1 The pipeline
 #
 # | stage | input | output | teachllm |
@@ -45,22 +45,22 @@ lm
 # (chapter 9). This model is an *instruct* model, trained on conversations, so we wrap the question
 # in its chat template.
 
-# %%
+# %% slide={"title": {"en": "The question in the chat template", "zh": "套上对话模板的问题"}}
 messages = [{"role": "user", "content": "What is the capital of France?"}]
 prompt = lm.tokenizer.apply_chat_template(messages)
 print(prompt)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "With this prompt's shapes", "zh": "这个提示词的实际形状"}, "say": true}
 # The same pipeline as a picture, with the live shapes of this prompt (`pipeline_stages` runs the engine's
 # own calls: encode, prefill, one decode step, the sampler, the detokenizer). The two orange boxes are the loop.
 
-# %%
+# %% slide={"code": [1, 4], "output": false}
 stages = pipeline_stages(lm, prompt)
 for stage in stages:
     print(f"{stage.name:<12} {stage.shape}")
 pipeline_figure(stages)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The course notes' generate(), in one call", "zh": "课程资料里的 generate()：一次调用"}}
 # *LLM Generation Process* (《LLM 生成过程》), the course notes' chapter on generation, ends its walk-through
 # (§7.1) with one function that does all of it,
 # `generate(model, tokenizer, prompt, max_tokens=100, temperature=0.8, top_p=0.9)`. In teachllm the same
@@ -72,7 +72,7 @@ notes_call = lm.generate(prompt, tl.SamplingParams(max_tokens=100, temperature=0
 print(repr(notes_call.text))
 print(viz.tr("{n} tokens, finished because: {reason}", n=len(notes_call.token_ids), reason=notes_call.finish_reason))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The model never"]}
 # ## 1.2 Stage 1 — tokenize
 #
 # The model never sees characters, only integer ids from a fixed vocabulary (49,152 entries here).
@@ -81,7 +81,7 @@ print(viz.tr("{n} tokens, finished because: {reason}", n=len(notes_call.token_id
 # tokenizer has its own.) In the printout below, `Ċ` is a newline and `Ġ` a space before a word (`'Ġis'` is
 # `' is'`): this tokenizer works on bytes and shows each byte as a printable character. Chapter 2 explains why.
 
-# %%
+# %% slide={"code": [1, 2], "output": [[1, 6], [12, 18]]}
 ids = lm.tokenizer.encode(prompt)
 print(f"{len(ids)} tokens")
 for i, (token_id, piece) in enumerate(zip(ids, lm.tokenizer.pieces(ids), strict=True)):
@@ -124,7 +124,7 @@ print(f"sum of all {probs.numel()} probabilities: {float(probs.sum()):.4f}")
 # **one** token, the one just chosen, and reads everything earlier from the cache. We stop at the end-of-sequence token
 # (`<|im_end|>`, id 2) or after `max_tokens`.
 
-# %%
+# %% slide={"code": [[1, 11], [14, 15]]}
 def generate_greedy(lm, ids, max_tokens):
     cache = lm.new_cache(max_len=len(ids) + max_tokens)
     logits = lm.prefill(ids, cache)  # phase 1: the whole prompt in one pass
@@ -165,7 +165,7 @@ print(repr(result.text), "| finish reason:", result.finish_reason)
 # `tl.generation_steps` is the loop inside `generate`, paused after every token. Step 1 comes from
 # prefill; every later step is one decode pass, and the cache grows by exactly one slot each time.
 
-# %%
+# %% slide={"code": [[1, 3]]}
 params = tl.SamplingParams(temperature=0, max_tokens=32)
 print(viz.tr("step  phase    token             p  cache length"))
 for step in tl.generation_steps(lm, [ids], params):
@@ -174,7 +174,7 @@ for step in tl.generation_steps(lm, [ids], params):
     print(f"{step.index + 1:>4}  {viz.pad(viz.tr(step.phase), 8)} {lm.tokenizer.token_text(token)!r:<12} {float(p):>6.3f}  "
           f"{step.cache.length:>12}")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["Timings depend on"]}
 # ## 1.8 The numbers an engine reports
 #
 # | metric | definition | what it measures |
@@ -193,7 +193,7 @@ for step in tl.generation_steps(lm, [ids], params):
 #
 # Timings depend on the machine, so this cell's output differs from run to run.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "One request, measured", "zh": "一次请求的实测指标"}, "code": [1, 2, 10]}
 m = result.metrics
 n_in, n_out = m.n_prompt_tokens, m.n_output_tokens
 print(viz.tr("prompt tokens: {n_in}, output tokens: {n_out}", n_in=n_in, n_out=n_out))
@@ -205,7 +205,7 @@ print(viz.tr("tokens/s              {rate:7.1f}   = {n_out} output tokens ÷ end
 print(viz.tr("decode rate           {rate:7.1f}   = 1 ÷ TPOT, tokens per second after the first", rate=1 / m.tpot_s))
 assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_s  # the definition
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["After each exercise,", "Worked answers are", "Work in the cells"]}
 # Compare the two phases: prefill handled all the prompt's tokens in one pass, a decode step handled one.
 # Per token, prefill is far cheaper (divide TTFT by the number of prompt tokens). Why processing $N$
 # tokens at once costs much less than $N$ single steps is the question of chapters 5 and 10.

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 2 · Tokens
 #
 # **What you will see.** The first and last stages of the pipeline from chapter 1: the tokenizer that turns
@@ -14,7 +14,7 @@
 # - Why a Chinese character or an emoji can take several tokens (**byte-level** BPE), and what that means
 #   for printing tokens one at a time.
 
-# %%
+# %% slide={"code": [14, 15]}
 import json
 from collections import Counter
 
@@ -31,7 +31,7 @@ lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer  # the tokenizer that came with the checkpoint
 tok
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The tokenization example"]}
 # ## 2.1 Text → ids → pieces → text
 #
 # Four calls cover everything a student needs:
@@ -45,7 +45,7 @@ tok
 #
 # The tokenization example of *LLM Generation Process* (《LLM 生成过程》, §2.1) is `"Hello, how are you?"`.
 
-# %%
+# %% slide={"title": {"en": "\"Hello, how are you?\" in ids and pieces", "zh": "“Hello, how are you?” 的 id 与词表条目"}, "code": [[1, 2], [5, 6]]}
 text = "Hello, how are you?"
 ids = tok.encode(text)
 print("ids:", ids)
@@ -55,7 +55,7 @@ for token_id, piece in zip(ids, tok.pieces(ids), strict=True):
 assert tok.decode(ids) == text  # the round trip loses nothing
 print("decoded:", repr(tok.decode(ids)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["*LLM Generation Process*"]}
 # A space belongs to the word **after** it: `' how'` is one token, and the vocabulary stores it as `'Ġhow'`.
 # SmolLM2 works on bytes (section 2.7), and stores each byte as a printable character; the space byte is
 # shown as `Ġ`. `token_text` turns it back into a real space.
@@ -65,7 +65,7 @@ print("decoded:", repr(tok.decode(ids)))
 # *LLM Generation Process* §2.1 and *LLM Inference Flow* (《LLM 推理流程》) §2.1 tokenize their examples with
 # Llama 2's tokenizer. Here are those ids next to SmolLM2's:
 
-# %%
+# %% slide={"code": [[1, 9]], "output": [[1, 6]]}
 llama2 = {  # copied from the course notes: LLM Generation Process §2.1, LLM Inference Flow §2.1
     "Hello, how are you?": [1, 15043, 29892, 920, 526, 366, 29973],
     "What is artificial intelligence?": [1, 1724, 338, 23116, 21082, 29973],
@@ -78,7 +78,7 @@ for text, theirs in llama2.items():
     assert len(ours) == len(theirs) - 1  # the same split into pieces; Llama 2 has one id more: BOS
 print("SmolLM2 vocabulary size:", tok.vocab_size)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why the ids differ", "zh": "为什么 id 不同"}}
 # Two reasons the numbers differ:
 # - **Every tokenizer has its own vocabulary.** Llama 2 has 32,000 entries (`'▁how'` is 920 there);
 #   SmolLM2 has 49,152 (`'Ġhow'` is 638 here). An id means nothing without its tokenizer: never feed one
@@ -99,13 +99,13 @@ print(viz.tr("Does encode put it first?"), tok.encode("Hi")[0] == tok.bos_token_
 # are the ones generation uses; the others mark code files, GitHub issues and Jupyter cells in the training
 # data.
 
-# %%
+# %% slide={"output": [[1, 4], -1]}
 for text, token_id in tok.special_tokens.items():  # every special token, by text
     print(f"{token_id:>3}  {text}")
 print(len(tok.special_tokens), "special tokens")
 special_ids = set(tok.special_tokens.values())
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The chat template", "zh": "对话模板"}}
 # An instruct model was trained on conversations written in one fixed format, its **chat template**.
 # SmolLM2 uses ChatML: each turn is `<|im_start|>role\n…<|im_end|>\n`, and a system turn is added when the
 # conversation has none. The prompt ends with an open assistant turn, so the next token the model
@@ -117,14 +117,14 @@ messages = [{"role": "user", "content": "What is artificial intelligence?"}]
 prompt = tok.apply_chat_template(messages)
 print(prompt)
 
-# %%
+# %% slide={"title": {"en": "The template's ids", "zh": "模板的 id"}}
 ids = tok.encode(prompt)
 print(viz.tr("{n} ids; the special ones are marked with *", n=len(ids)))
 print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
 print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
 print(viz.tr("decoded without special tokens:"), repr(tok.decode(ids, skip_special_tokens=True)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Three subword methods", "| **BPE** (byte", "The lengths of"]}
 # `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made
 # of ordinary tokens (`'assistant'` is even two: `'ass'` + `'istant'`). The template begins with
 # `<|im_start|>`, which SmolLM2's configuration also names its BOS token — so for this model "BOS" comes from
@@ -150,13 +150,13 @@ print(viz.tr("decoded without special tokens:"), repr(tok.decode(ids, skip_speci
 #
 # The lengths of one sentence under each choice (the subword column is SmolLM2's tokenizer):
 
-# %%
+# %% slide={"title": {"en": "One sentence, three ways", "zh": "同一句话，三种切法"}}
 sentence = "The lowest price is lower than the low price."
 n_words, n_chars, n_subwords = len(sentence.split()), len(sentence), len(tok.encode(sentence))
 print(f"word-level: {n_words} tokens, character-level: {n_chars} tokens, subword (SmolLM2): {n_subwords} tokens")
 print(tok.pieces(tok.encode(sentence)))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The example of"]}
 # ## 2.5 BPE step by step: "low lower lowest"
 #
 # `teachllm.bpe` is a BPE trainer small enough to read (its test checks that it learns exactly the same
@@ -168,7 +168,7 @@ print(tok.pieces(tok.encode(sentence)))
 #
 # The example of *LLM Inference Flow* (§2.3) starts from the vocabulary `['l', 'o', 'w', 'e', 'r', 's', 't', ' ']`.
 
-# %%
+# %% slide={"code": [[1, 3]]}
 text = "low lower lowest"
 words = split_words(text)
 alphabet, merges = train_bpe(text, n_merges=10)
@@ -176,13 +176,13 @@ print("words:", words)
 print("initial vocabulary:", alphabet)
 assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the eight symbols of the course notes' example
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The merges, one at a time", "zh": "逐次合并"}, "say": true}
 # Now the merges one at a time. Before each merge we count every adjacent pair ourselves, on the words as
 # the merges so far have split them (`bpe_encode` applies a list of merges), and check that `train_bpe`
 # chose the most frequent pair. When two pairs are equally frequent, the pair whose symbols entered the
 # vocabulary first wins (characters in code-point order, then merged symbols in order of creation).
 
-# %%
+# %% slide={"code": [[1, 2], 6, 9], "output": [[1, 4], -1]}
 for step, merge in enumerate(merges, start=1):
     pairs = Counter()
     for word in words:
@@ -193,7 +193,7 @@ for step, merge in enumerate(merges, start=1):
     print(f"merge {step}: {merge.pair[0]!r} + {merge.pair[1]!r} -> {merge.result!r}   pair counts: {counts}")
 print("after", len(merges), "merges:", bpe_encode(text, merges))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The course notes' merges", "zh": "课程资料里的合并"}}
 # Counting gives `lo` (3 times) and `low` (3 times), as in *LLM Inference Flow*. After that its example merges
 # `er` and `es`, but on these three words alone that is not what the counts say: `e` always follows `' low'`
 # (twice), while `er` and `es` occur once each, so BPE builds `' low'`, `' lowe'`, … and ends with each word
@@ -214,7 +214,7 @@ assert [p for p in pieces if p != " "] == ["low", "low", "er", "low", "est"]  # 
 # Three merges do not make a tokenizer. Here are five paragraphs of English (about 290 words), written for
 # this course. We learn merges from them and split three sentences that are **not** in the text.
 
-# %%
+# %% slide={"code": [[26, 30]]}
 corpus = """\
 A river begins as rain on a hillside. The water gathers in small streams, the streams join, and within a few \
 miles there is a river wide enough to carry a boat. For most of history, rivers were the roads of the world: \
@@ -246,7 +246,7 @@ print(viz.tr("{words} words, {chars} characters in the alphabet, {merges} merges
 print("first 12 merges:", [(m.result, m.count) for m in merges[:12]])
 print("'er' is merge number", [m.result for m in merges].index("er") + 1)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "SmolLM2's own first merges", "zh": "SmolLM2 自己的前几次合并"}}
 # The first merges are the most frequent pairs of English: a space with the next letter (`' t'`, `' a'`),
 # then `'he'` and `' the'`. The `er` of *LLM Inference Flow* appears early too — on a real text, BPE does learn it.
 # SmolLM2's own merge list (stored with the tokenizer) starts the same way:
@@ -255,10 +255,10 @@ print("'er' is merge number", [m.result for m in merges].index("er") + 1)
 smol_merges = json.loads(tok.hf.backend_tokenizer.to_str())["model"]["merges"]
 print(f"SmolLM2: {len(smol_merges)} merges; the first 8:", [a + b for a, b in smol_merges[:8]])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Held-out sentences: our merges against SmolLM2's", "zh": "未见过的句子：我们的合并与 SmolLM2 的"}}
 # Now the held-out sentences: our 300 merges against SmolLM2's list, in tokens per word.
 
-# %%
+# %% slide={"code": [[1, 4], [6, 7]], "output": [[1, 3]]}
 for sentence in held_out:
     ours = bpe_encode(sentence, merges)
     theirs = tok.pieces(tok.encode(sentence))
@@ -267,16 +267,16 @@ for sentence in held_out:
     print(f"  our BPE : {len(ours) / n:.2f} tokens/word  {ours}")
     print(f"  SmolLM2 : {len(theirs) / n:.2f} tokens/word  {theirs}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Watch the merges build a sentence", "zh": "看合并一步步拼出句子"}, "say": true}
 # Watch the first held-out sentence being built, one merge at a time: drag the **merges** slider from 0 (single
 # characters) to 300 (all our merges). Each box is one piece; the title names the merge just applied.
 
-# %%
+# %% slide={"code": [3]}
 for n in (0, 10, 50, 300):
     print(f"{n:>3} merges: {len(bpe_encode(held_out[0], merges[:n])):>2} pieces")
 BPEStepper(held_out[0], merges, start=10)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "After all 300 merges", "zh": "300 次合并之后"}, "say": true}
 # The same sentence after all 300 merges, as a static figure:
 
 # %%
@@ -296,7 +296,7 @@ bpe_pieces_figure(held_out[0], merges, len(merges))
 # unknown. The price: an English letter is one byte, but a Chinese character is three bytes and an emoji
 # four, and when a character was rare in the training data its bytes are not merged into one token.
 
-# %%
+# %% slide={"title": {"en": "Three texts in bytes and tokens", "zh": "三段文字的字节与 token"}, "output": [1, [5, 12]]}
 for text in ["Hello", "大语言模型", "🚀"]:
     ids = tok.encode(text)
     print(f"{text!r}: characters {len(text)}, UTF-8 bytes {len(text.encode('utf-8'))}, tokens {len(ids)}")
@@ -305,7 +305,7 @@ for text in ["Hello", "大语言模型", "🚀"]:
     print("   decode     :", repr(tok.decode(ids)))
     assert tok.decode(ids) == text
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Half a character cannot be shown", "zh": "半个字符无法单独显示"}}
 # `'大'` and `'型'` are single tokens, but `'语'`, `'言'` and `'模'` take two tokens each, and the rocket
 # takes three. A token that holds only part of a character's bytes cannot be shown on its own:
 # `token_text` prints `'�'` (U+FFFD, the replacement character). Decoding the whole list puts the bytes
@@ -316,7 +316,7 @@ ids = tok.encode("🚀")
 for n in range(1, len(ids) + 1):
     print(f"decode(ids[:{n}]) = {tok.decode(ids[:n])!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What this model does with Chinese", "zh": "这个模型怎样处理中文"}, "say": ["This matters in", "**What does this"]}
 # This matters in the decode loop: a program that prints each new token with `token_text` as it arrives
 # shows `'�'` in the middle of Chinese text. Chapter 9 shows how streaming holds back an unfinished
 # character until its last byte arrives.
@@ -332,7 +332,7 @@ print("continued:", repr(lm.generate(weather, tl.SamplingParams(temperature=0, m
 question = tok.apply_chat_template([{"role": "user", "content": "今天天气怎么样？"}])
 print("chat answer:", repr(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=24)).text))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The verdict", "zh": "结论"}, "say": ["After each exercise,", "Work in the cells"]}
 # Plainly: not much. Four characters cost nine tokens, because SmolLM2's vocabulary was built from mostly
 # English text and few Chinese characters got a token of their own. The greedy continuation repeats 气 and
 # strings a few characters together without making a sentence, and in the chat template it echoes the

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 3 · Prefill, layer by layer
 #
 # **What you will see.** The prefill pass of chapter 1, opened up. A twelve-token prompt goes through the
@@ -15,7 +15,7 @@
 #   **grouped-query attention** (9 query heads share 3 key/value heads).
 # - Why prefill keeps only the **last row** of the logits, and how much work that saves.
 
-# %%
+# %% slide={"title": {"en": "The model's shape", "zh": "模型的形状"}, "code": [[17, 20]]}
 import inspect
 import math
 
@@ -37,7 +37,7 @@ print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h
       f"KV heads n_kv = {cfg.n_kv_heads}, head dim d = {cfg.head_dim}, MLP width f = {cfg.intermediate_size}, "
       f"vocabulary V = {cfg.vocab_size:,}")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["| 1. run the", "Our prompt repeats"]}
 # ## 3.1 One inference gives logits, not a token
 #
 # The first point of Lecture 11: a call of the model returns **logits**, an unnormalised score for every
@@ -52,7 +52,7 @@ print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h
 #
 # Our prompt repeats a pattern, so the model has an easy guess for the next token:
 
-# %%
+# %% slide={"code": [1, 2, 7, 8], "output": [[2, 7]]}
 prompt = "The capital of France is Paris. The capital of Italy is"
 ids = tok.encode(prompt)
 S = len(ids)
@@ -66,13 +66,13 @@ top = torch.topk(probs, 5)
 for p, i in zip(top.values, top.indices, strict=True):
     print(f"  {tok.token_text(int(i))!r:<12} logit {float(logits[0, i]):6.2f}   p = {float(p):.3f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two strategies, the same logits", "zh": "同一组 logits，两种解码策略"}}
 # Nothing in these logits says "the answer is ` Rome`". Two decoding strategies applied to the **same**
 # logits: greedy takes the highest score every time; sampling draws from the probabilities, so it mostly
 # says ` Rome` but not always. (The draws use a generator with a fixed random seed, so they are the same on
 # every run.)
 
-# %%
+# %% slide={"code": [[1, 2], [4, 7]]}
 greedy = tl.SamplingParams(temperature=0)
 sampling = tl.SamplingParams(temperature=1.0)
 generator = torch.Generator(device=lm.device).manual_seed(0)  # a generator draws on its own device
@@ -94,7 +94,7 @@ print("10 samples :", [tok.token_text(t) for t in draws])
 # prompt in parallel" means. Next to each shape we print the size (root mean square) of the first and the
 # last token's vector.
 
-# %%
+# %% slide={"title": {"en": "Shapes and sizes after every stage", "zh": "每一级之后的形状与大小"}, "code": [[1, 5]], "output": [[1, 3], [12, 14], [-3, -1]]}
 stages = list(lm.step_through(ids))
 print(f"{'stage':<11}{'shape':<18}{'RMS first token':>16}{'RMS last token':>16}")
 for stage in stages:
@@ -105,7 +105,7 @@ full_logits = lm.forward(ids)  # [1, S, V]: the same pass in one call
 assert torch.equal(stages[-1].output, full_logits)
 assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # the embedding is a table lookup
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to read from this", "zh": "从中读出什么"}, "say": ["That diagram has"]}
 # What to read from this:
 # - The **residual stream** keeps one shape, `[1, 12, 576]`, from the embedding to the final norm. Each
 #   layer reads it and *adds* its result to it; nothing is replaced. Only the LM head changes the width,
@@ -120,7 +120,7 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 # attention layer, where **RoPE** rotates the queries and keys by an angle that depends on the position.
 # ` capital` is token 1 and token 8 of our prompt:
 
-# %%
+# %% slide={"title": {"en": "Where positions enter", "zh": "位置信息从哪里进入"}}
 print(tok.pieces([ids[1], ids[8]]), "same id:", ids[1] == ids[8])
 print("same embedding vector:", torch.equal(stages[0].output[0, 1], stages[0].output[0, 8]))
 print(viz.tr("same vector after layer 0:"), torch.equal(stages[1].output[0, 1], stages[1].output[0, 8]))
@@ -140,7 +140,7 @@ print(viz.tr("same vector after layer 0:"), torch.equal(stages[1].output[0, 1], 
 # A `tl.Trace` passed to a forward call records, for every layer, the tensors it computed. Nothing is
 # recorded unless we ask, so the normal path stays fast. We trace the prefill and look at layer 1.
 
-# %%
+# %% slide={"title": {"en": "One layer's tensors, traced", "zh": "追踪一层里的张量"}, "code": [[1, 4], [17, 18]]}
 trace = tl.Trace()
 lm.prefill(ids, lm.new_cache(max_len=S), trace=trace)
 layer = 1
@@ -160,7 +160,7 @@ meaning = {
 for name, text in meaning.items():
     print(f"{name:<10}{str(tuple(getattr(t, name).shape)):<17}{viz.tr(text)}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Grouped-query attention in the shapes", "zh": "形状里的分组查询注意力"}}
 # Grouped-query attention shows in the shapes: there are **9** query heads but only **3** key and value
 # heads. Each KV head serves a group of $g = 9/3 = 3$ query heads: query heads 0–2 read KV head 0, heads
 # 3–5 read KV head 1, heads 6–8 read KV head 2. The weight matrices say the same:
@@ -171,7 +171,7 @@ for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
     print(f"{name}: weight {tuple(getattr(attn, name).weight.shape)}  [out, in]")
 print(f"query heads per KV head: g = {cfg.n_groups}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two residual additions", "zh": "两次残差相加"}}
 # The two residual additions, checked on the captures, and the hand-over from one layer to the next:
 
 # %%
@@ -180,12 +180,12 @@ assert torch.allclose(t.resid_out, t.resid_mid + t.mlp_out)
 assert torch.equal(trace.layers[layer + 1].resid_in, t.resid_out)  # layer 2 reads what layer 1 wrote
 print("resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The causal mask", "zh": "因果掩码"}}
 # **The causal mask.** Token $i$ may attend to tokens $0, \dots, i$ and never to a later one: during training
 # the model learned to predict each next token without seeing it. The trace keeps the mask that was used
 # (`True` = may attend, shown as 1):
 
-# %%
+# %% slide={"code": [3, [5, 6]], "output": [[1, 6], -1]}
 labels = [tok.token_text(i) for i in ids]
 names = [f"{label!r:.10}" for label in labels]  # at most 10 characters, for the tables below
 mask = trace.mask[0, 0]  # [S, S]
@@ -193,7 +193,7 @@ print(" " * 13 + "".join(f"{j:>3}" for j in range(S)) + "   ← key position")
 for i in range(S):
     print(f"{i:>2} {names[i]:<10}" + "".join(f"{int(m):>3}" for m in mask[i]))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Scores", "zh": "注意力分数"}}
 # **Scores and probabilities.** Head 2 of layer 1 is a good one to watch. Its scores are $qk^\top/\sqrt{d}$,
 # with −inf written wherever the mask says 0 (the first rows):
 
@@ -203,11 +203,11 @@ scores = t.scores[0, head]  # [S, S]
 for i in range(4):
     print(f"{names[i]:<10}" + "".join(f"{float(x):>7.2f}" for x in scores[i, :6]) + "  …")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention pattern", "zh": "注意力模式"}}
 # Softmax turns each row into probabilities that sum to 1; the −inf entries become exactly 0. This is the
 # **attention pattern**: row $i$ says how much token $i$ takes from each earlier token's value.
 
-# %%
+# %% slide={"code": [1, [7, 8]], "output": [[1, 7], -1]}
 pattern = t.probs[0, head]  # [S, S]
 print(" " * 10 + "".join(f"{label[:5]:>6}" for label in labels))
 for i in range(S):
@@ -217,7 +217,7 @@ assert torch.allclose(pattern.float().sum(-1), torch.ones(S, device=lm.device), 
 prev = torch.stack([pattern[i, i - 1] for i in range(1, S)])
 print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev.mean())))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["In all rows but"]}
 # In all rows but one (the `.`, which looks at itself) the largest weight sits one place left of the
 # diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token $i - 1$ into
 # token $i$'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
@@ -227,7 +227,7 @@ print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev
 # The trace gives us the queries, keys and values of every token (after RoPE). From them, one head's
 # attention is four lines. Head 2 reads KV head $\lfloor 2/3 \rfloor = 0$.
 
-# %%
+# %% slide={"code": [[1, 5], [7, 11], [13, 15]]}
 d = cfg.head_dim
 kv_head = head // cfg.n_groups
 q_h = t.q[0, head]  # [S, d]
@@ -244,12 +244,12 @@ torch.testing.assert_close(my_scores, t.scores[0, head])
 torch.testing.assert_close(my_probs, t.probs[0, head])
 print(viz.tr("scores and probabilities by hand = the trace's"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "All heads, through o_proj", "zh": "所有头经过 o_proj"}}
 # The trace keeps the layer's output after the output projection `o_proj`, which mixes all 9 heads. So we
 # check our head against teachllm's `attention_by_hand` (the plain attention the engine runs whenever a
 # trace is asked for), and then check that o_proj over all the heads gives the trace's `attn_out`:
 
-# %%
+# %% slide={"code": [[1, 3], [5, 8]]}
 heads_out, _, _ = attention_by_hand(t.q, t.k, t.v, trace.mask, scale=d ** -0.5)  # [1, n_h, S, d]
 torch.testing.assert_close(my_out, heads_out[0, head])
 print("head 2's output by hand = attention_by_hand's:", tuple(my_out.shape))
@@ -272,23 +272,23 @@ assert (full_logits[0, -1] - logits[0]).abs().max() < tol.logits
 assert tol.same_choice(full_logits[0, -1], logits[0])
 print(viz.tr("last row of forward = prefill's logits (within {tol})", tol=tol.text("logits")))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the other rows predict", "zh": "其余各行预测了什么"}}
 # The other rows are the predictions for tokens we already have. They are what training uses (every
 # position is a training example), but generation has no use for them:
 
-# %%
+# %% slide={"output": [[1, 6], [-3, -1]]}
 print(viz.tr("pos  token      model predicts next  actual next"))
 for i in range(S):
     guess = tok.token_text(int(full_logits[0, i].argmax()))
     actual = repr(tok.token_text(ids[i + 1])) if i + 1 < S else viz.tr("(to generate)")
     print(f"{i:>3}  {names[i]:<11}{guess!r:<21}{actual}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What skipping the other rows saves", "zh": "跳过其余各行省下多少"}, "say": true}
 # After the first sentence, the model predicts the second one almost word for word: it has seen the
 # pattern once. How much work does skipping the other rows save? The LM head is a [576 × 49,152] matrix,
 # $2hV$ FLOPs per position it projects. `tl.cost` counts the matmul FLOPs of both calls:
 
-# %%
+# %% slide={"code": [[3, 5]], "output": [[1, 5]]}
 lengths = (S, 128, 1000, 2048, cfg.max_position_embeddings)
 share = {}
 for n_tokens in lengths:
@@ -302,7 +302,7 @@ for n_tokens in lengths:
 print(viz.tr("one position through the LM head: 2·h·V = {flops:,} FLOPs", flops=2 * cfg.hidden_size * cfg.vocab_size))
 assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share falls as the prompt grows
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["For this small"]}
 # For this small model the vocabulary is large compared with the layers, so the LM head is a big share of
 # a full forward pass: for short prompts, projecting one row instead of all of them removes about a fifth
 # of the work (19% at 12 tokens, 17% at 1,000). The share is not fixed, though. The LM head and the
@@ -318,11 +318,11 @@ assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share
 # columns keys; the grey upper triangle is what the causal mask hides. First, the previous-token head of
 # 3.3 and its group:
 
-# %%
+# %% slide={"code": false}
 capture = capture_attention(lm, ids, n_decode=0, labels_of=labeller(tok))
 attention_figure(capture, layer=1, head=2)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Layer 18: an attention sink", "zh": "第 18 层：注意力汇聚点"}, "say": true}
 # The three heads read the same keys and values but have their own queries, so their patterns differ:
 # head 2 looks at the previous token, heads 0 and 1 split their weight between the token itself and the
 # one before. Deeper in the model the patterns change. In layer 18, heads 7 and 8 send almost all their
@@ -331,26 +331,26 @@ attention_figure(capture, layer=1, head=2)
 # every row but the last: from the final ` is` it looks back at ` Paris`, the answer in the earlier
 # sentence with the same pattern.
 
-# %%
+# %% slide={"code": false}
 attention_figure(capture, layer=18, head=8)
 
-# %%
+# %% slide={"title": {"en": "How much goes to the first token", "zh": "有多少注意力落在第一个 token 上"}}
 sink = capture.probs[18][7:9, 1:, 0]  # heads 7 and 8, every query after the first, key 0
 print(viz.tr("layer 18, heads 7–8: mean attention on the first token {mean:.3f}", mean=float(sink.mean())))
 print(f"layer 18, head 6: the last token ' is' → ' Paris' {float(capture.probs[18][6, S - 1, 5]):.3f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力浏览器"}, "say": true}
 # The explorer below shows the same data for any layer and head: choose them in the two menus, **layer** and
 # **head**. It opens on
 # the previous-token head. Look for heads that attend to themselves (the diagonal), to the first token,
 # or to the token after an earlier copy of the current one.
 
-# %%
+# %% slide={"code": [1, 3]}
 explorer = AttentionExplorer(lm, prompt, n_decode=0)
 explorer.layer.value, explorer.head.value = 1, 2
 explorer
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["teachllm's real code"]}
 # ## 3.7 The course notes' prefill sketch and teachllm's code *(optional)*
 #
 # *LLM Generation Process* §2.3 sketches prefill like this (comments translated):
@@ -375,17 +375,17 @@ explorer
 # `last_only=True` (the 4-bit model of section 10.13 takes a shortcut here, `teachllm.fastpath.fused`: the same pass in
 # fewer operations):
 
-# %%
+# %% slide={"title": {"en": "teachllm's prefill", "zh": "teachllm 的 prefill"}, "output": [1, 2, [8, 13]]}
 print(inspect.getsource(tl.LanguageModel.prefill))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The model's forward", "zh": "模型的 forward"}, "say": true}
 # and the model's `forward` is the sketch's loop over the layers, written out in full (`lm.step_through`
 # walks the same steps, with a stop after each):
 
-# %%
+# %% slide={"output": [[4, 6], [9, 14], 19]}
 print(inspect.getsource(Transformer.forward))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The sketch against teachllm", "zh": "课程资料的草图与 teachllm 对照"}, "say": ["After each exercise,", "Worked answers are", "Work in the cells"]}
 # | the course notes' sketch | teachllm | difference |
 # | --- | --- | --- |
 # | `model.embed_tokens(input_ids)` | `self.embed_tokens(ids)` | same |

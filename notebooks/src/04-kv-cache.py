@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 4 · The KV cache
 #
 # **What you will see.** The derivation of the KV cache in Lecture 11, redone with numbers. We append one token
@@ -17,7 +17,7 @@
 # - How a preallocated, contiguous cache is laid out, and how much of it is used.
 # - That cached decoding reproduces the uncached forward pass, and how much work it saves.
 
-# %%
+# %% slide={"code": false}
 import dataclasses
 import inspect
 
@@ -54,12 +54,12 @@ longer = ids + [next_id]
 long_logits = lm.forward(longer, trace=long_trace)  # [1, S + 1, V]
 print(f"S = {S} tokens, then {S + 1}: the model appended {tok.token_text(next_id)!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Old rows against new rows, capture by capture", "zh": "逐个捕获对比旧行与新行"}, "say": true}
 # Now compare the two runs, capture by capture. For every tensor we ask: are rows 0 … 11 (the old tokens)
 # the same in both runs? For the attention scores and probabilities, a row is a query and a column a key;
 # the 13-token run also has a new **column** (key 12) in the old rows.
 
-# %%
+# %% slide={"code": [9, 11, 13], "output": [[1, 3], [6, 12]]}
 def same(a, b, atol=tol.logits):
     """Equal up to rounding in the model's dtype (`tol`: relative 1e-5, absolute `atol` = 1e-4 in float32);
     −inf entries must match exactly."""
@@ -84,7 +84,7 @@ print(f"{'':>9}{'logits':<10}{str(tuple(short_logits.shape)) + ' → ' + str(tup
 print(viz.tr("new column (key 12) in the old rows: scores all -inf:"), bool(b.scores[0, :, :S, S].isinf().all()),
       viz.tr("| probs all 0:"), bool((b.probs[0, :, :S, S] == 0).all()))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Head 2 of layer 1, key by key", "zh": "第 1 层 2 号头，逐个键对比"}, "say": ["Every old row"]}
 # Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the
 # two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
 #
@@ -92,7 +92,7 @@ print(viz.tr("new column (key 12) in the old rows: scores all -inf:"), bool(b.sc
 # layer 1: `=` marks an entry that
 # is the same as in the 12-token run, `N` a new entry, `·` an entry the causal mask hides.
 
-# %%
+# %% slide={"code": [[1, 3], 12], "output": [[1, 4], [-3, -1]]}
 x, y = a.scores[0, head], b.scores[0, head]  # [12, 12], [13, 13]
 print("key →  " + "".join(f"{j:>3}" for j in range(S + 1)))
 for i in range(S + 1):
@@ -106,7 +106,7 @@ for i in range(S + 1):
             marks.append("N")
     print(f"query {i:>2} " + "".join(f"{m:>3}" for m in marks))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "All 30 layers", "zh": "全部 30 层"}}
 # Only the last row is new. It is not a coincidence of one layer: the check below runs over all 30 layers
 # and every capture.
 
@@ -120,7 +120,7 @@ for x, y in zip(short_trace.layers, long_trace.layers, strict=True):
         assert same(getattr(x, name), getattr(y, name)[:, :, :S, :S])
 print(viz.tr("all {L} layers: every value of the 12 old tokens is unchanged by the 13th", L=L))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the new row needs", "zh": "新的一行需要什么"}, "say": ["Why: the causal"]}
 # Why: the causal mask. Token $i$ reads only tokens $0, \dots, i$, in every layer, so nothing that comes after it
 # can change anything computed for it. That is the property that makes a cache correct: what was computed
 # for old tokens stays valid forever. (A model whose tokens could see the future, such as BERT, would have
@@ -142,7 +142,7 @@ print(viz.tr("all {L} layers: every value of the 12 old tokens is unchanged by t
 # values are exactly those of the 12-token run (checked above), so the new row can be built from the
 # short run's K and V plus the new token's own k and v. We do it for head 2 of layer 1:
 
-# %%
+# %% slide={"title": {"en": "The new row from the old K and V", "zh": "用旧的 K、V 算出新的一行"}}
 g = cfg.n_groups
 kv_head = head // g
 k_old, v_old = a.k[0, kv_head], a.v[0, kv_head]  # [S, d]: what a cache would hold after the 12-token run
@@ -154,7 +154,7 @@ row = torch.softmax(q_new @ keys.T / cfg.head_dim ** 0.5, dim=-1)  # [1, S + 1]:
 torch.testing.assert_close(row, b.probs[0, head, S:])
 print(viz.tr("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the lecture concludes", "zh": "讲座的结论"}}
 # So, as the lecture concludes (slide “LLM 自回归过程中的 kv 复用”):
 # - **Keep K and V** of every token, in every layer: each later token reads all of them.
 # - **Never keep Q**: an old token's query served only its own row, which is finished. The new row needs
@@ -183,11 +183,11 @@ print(viz.tr("new row of the attention pattern from old K, V + the new token's q
 # teachllm's `KVCache` fills in the dots. It allocates K and V for all layers once, `[L, B, n_kv, max_len, d]`
 # each, and a write copies the new tokens' K and V into the next free slots:
 
-# %%
+# %% slide={"title": {"en": "teachllm's KVCache", "zh": "teachllm 的 KVCache"}, "output": [[1, 2], [6, 8], 12, [18, 21]]}
 print(inspect.getsource(tl.KVCache.__init__))
 print(inspect.getsource(tl.KVCache.write))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "An empty cache, then a prefill", "zh": "先建空缓存，再预填充"}}
 # An empty cache for 32 tokens, then a prefill of our 12:
 
 # %%
@@ -199,7 +199,7 @@ print(cache)
 print("cache.k:", tuple(cache.k.shape), "= [L, B, n_kv, max_len, d]")
 print("cache.keys(1):", tuple(cache.keys(1).shape), viz.tr("= [B, n_kv, length, d]: the filled slots of layer 1"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The cache holds prefill's K and V", "zh": "缓存里就是预填充算出的 K 和 V"}}
 # What the cache holds is exactly the K (after RoPE) and V each layer computed during prefill, and the same
 # numbers the uncached 12-token run computed:
 
@@ -210,7 +210,7 @@ for i in range(L):
     assert same(cache.keys(i), short_trace.layers[i].k) and same(cache.values(i), short_trace.layers[i].v)
 print(f"all {L} layers: cache = prefill's K and V = the uncached run's K and V")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step writes slot 12", "zh": "一步解码写入第 12 个槽"}}
 # One decode step feeds the chosen token, writes its K and V into slot 12, and moves `length` on by one.
 # The numbers it writes are those of the 13-token uncached run (up to float32 rounding: one run multiplied
 # a single row, the other 13 rows at once, and the sums come out in a different order):
@@ -224,7 +224,7 @@ for i in range(L):
     assert same(cache.keys(i), long_trace.layers[i].k) and same(cache.values(i), long_trace.layers[i].v)
 print(viz.tr("slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V"))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["For SmolLM2-135M in"]}
 # ## 4.3 How big is the cache?
 #
 # Per token, every layer keeps one key and one value vector per KV head:
@@ -236,7 +236,7 @@ print(viz.tr("slot 12 now holds the new token's K and V; all 13 slots = the 13-t
 # For SmolLM2-135M in float32 that is 2 · 30 · 3 · 64 · 4. The cache's own count and `tl.cost.kv_cache_bytes`
 # must agree with the formula, and with the tensors' real sizes:
 
-# %%
+# %% slide={"code": [1, 4]}
 per_token = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * cache.k.element_size()
 print(f"2 · {cfg.n_layers} · {cfg.n_kv_heads} · {cfg.head_dim} · {cache.k.element_size()} bytes = {per_token:,} "
       "bytes per token")
@@ -250,7 +250,7 @@ print(f"used:      {cache.length:>2} tokens × {per_token:,} = {cache.bytes_used
 print(f"allocated: {cache.max_len:>2} slots  × {per_token:,} = {cache.bytes_allocated:>9,} bytes "
       f"({cache.bytes_used / cache.bytes_allocated:.0%} in use)")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The whole context: cache against weights", "zh": "整个上下文：缓存与权重"}}
 # A contiguous cache reserves `max_len` slots up front, used or not; chapter 12's paged cache reserves
 # memory in small blocks as the sequence grows. At the model's full context of 8,192 tokens, the cache of
 # one sequence is 377 MB in float32, close to the 538 MB of the weights themselves (in bfloat16, as on a GPU,
@@ -262,7 +262,7 @@ weights = tl.cost.weight_bytes(lm)
 print(f"KV cache at {cfg.max_position_embeddings:,} tokens: {full / 1e6:.0f} MB; weights: {weights / 1e6:.0f} MB "
       f"(both in {str(lm.dtype).removeprefix('torch.')})")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What grouped-query attention saves", "zh": "分组查询注意力省下多少"}}
 # **What grouped-query attention saves.** The cache stores $n_{kv}$ heads, not $n_h$. With one KV head per query
 # head (plain multi-head attention, $n_{kv} = 9$) it would be three times larger; with a single KV head
 # (multi-query attention) three times smaller:
@@ -272,12 +272,12 @@ for name, n_kv in (("multi-head (n_kv = n_h)", 9), ("grouped-query, SmolLM2", 3)
     variant = dataclasses.replace(cfg, n_kv_heads=n_kv)
     print(f"{name:<26} n_kv = {n_kv}: {tl.cost.kv_cache_bytes(variant, 1, dtype=lm.dtype):>7,} bytes per token")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A larger model", "zh": "更大的模型"}, "say": true}
 # **A larger model.** Llama-2-7B has 32 layers, 32 KV heads (no GQA) of dimension 128, and runs in fp16.
 # We build its `ModelConfig` from those numbers and let the same formula count. Llama-2-70B, with GQA
 # (8 KV heads for 64 query heads), needs less cache per token than the 7B model:
 
-# %%
+# %% slide={"code": [[6, 9]]}
 llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
                            n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
 llama2_70b = tl.ModelConfig(vocab_size=32000, hidden_size=8192, intermediate_size=28672, n_layers=80, n_heads=64,
@@ -303,7 +303,7 @@ assert 32 * tl.cost.kv_cache_bytes(llama2_7b, 4096, dtype="float16") == 64 * 2**
 # steps, then run `lm.forward` once over the prompt plus those tokens, with no cache. Row $S - 1 + i$ of the
 # uncached logits predicts the same token as decode step $i$:
 
-# %%
+# %% slide={"title": {"en": "Eight steps, cached and uncached", "zh": "八步生成：有缓存与无缓存"}, "code": [[3, 8], 10], "output": [[1, 4], [-3, -1]]}
 n_new = 8
 cache = lm.new_cache(max_len=S + n_new)
 step_logits = [lm.prefill(ids, cache)[0]]  # [V] after the prompt
@@ -323,7 +323,7 @@ for i, cached in enumerate(step_logits):
     print(f"{i:>4}  {tok.token_text(generated[i])!r:<12}{str(same_token):>12}{str(close):>28}")
 print("generated:", repr(tok.decode(generated)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "How much work the cache saves", "zh": "缓存省下多少计算"}, "say": ["(The two paths"]}
 # (The two paths add the same numbers in a different order, so the logits differ in the last bits of
 # float32, never by more than the tolerance. teachllm's tests run this check on every supported model
 # family, batch 1 and batch 3.)
@@ -332,7 +332,7 @@ print("generated:", repr(tok.decode(generated)))
 # token: the lecture's "quadratic cost at every step". `tl.cost` counts the matmul FLOPs of both ways of
 # generating 100 tokens:
 
-# %%
+# %% slide={"code": [[1, 5]]}
 for prompt_len in (S, 1000):
     n = 100
     without = sum(tl.cost.prefill_flops(cfg, prompt_len + k).total for k in range(n))  # rerun everything
@@ -342,7 +342,7 @@ for prompt_len in (S, 1000):
                  "TFLOP ({ratio:4.1f}× less)", prompt=prompt_len, n=n, without=without / 1e12,
                  cached=with_cache / 1e12, ratio=without / with_cache))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "FLOPs are not time", "zh": "FLOPs 不等于时间"}, "say": ["The cost of the"]}
 # The cost of the cache is memory (4.3); the gain grows with the prompt, because without the cache every
 # step repeats the whole prompt.
 #
@@ -352,7 +352,7 @@ for prompt_len in (S, 1000):
 # FLOPs of both, and also the bytes each call has to move: every weight of the model, read once, plus
 # the K and V it reads and writes.
 
-# %%
+# %% slide={"code": [[3, 4]]}
 seq = ids + generated  # the whole sequence so far
 T = len(seq)
 redo = tl.cost.prefill_cost(lm, T)  # no cache: the whole sequence again
@@ -364,13 +364,13 @@ print(viz.tr("ratio: {flops:.1f}× the FLOPs, {bytes:.2f}× the bytes", flops=re
              bytes=redo.bytes / step.bytes))
 print(viz.tr("of which the weights: {mb:.1f} MB in both", mb=step.weight_bytes / 1e6))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Timed on this machine", "zh": "在这台机器上计时"}}
 # 16.0× the arithmetic, but almost the same bytes (1.00×): both calls read every weight of the model
 # once (538.1 MB in float32), and that is nearly all the traffic. Which of the two ratios does the running
 # time follow? The next cell times both calls (the median of five runs; the exact times depend on the machine,
 # so its output is not checked):
 
-# %%
+# %% slide={"code": [[12, 16]]}
 # NBVAL_IGNORE_OUTPUT
 decode_cache = lm.new_cache(max_len=T)
 lm.prefill(seq[:-1], decode_cache)
@@ -392,7 +392,7 @@ if abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio):
 else:
     print(viz.tr("on this machine the time ratio is nearer the FLOP ratio"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Where the time", "`cache_point` reads a"]}
 # Where the time ratio lands tells you what limits this machine at this length; the cell above prints which.
 # Near the bytes ratio, a step is **memory-bound**: the processor spends its time waiting for the weights
 # to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in that wait almost
@@ -408,7 +408,7 @@ else:
 # and each layer's tensors. `cache_growth_figure` draws them. The loop allocates $S$ + `max_tokens` slots up
 # front; the used bytes climb by 46,080 per step towards that line.
 
-# %%
+# %% slide={"code": false}
 params = tl.SamplingParams(temperature=0, max_tokens=12)
 points = [cache_point(step.index, step.phase, step.cache) for step in tl.generation_steps(lm, [ids], params)]
 for p in points[:3] + points[-1:]:
@@ -418,14 +418,14 @@ assert all(p.bytes_used == p.formula_bytes == p.length * per_token for p in poin
 print(f"growth per step: {points[1].bytes_used - points[0].bytes_used:,} bytes = one token's K and V")
 cache_growth_figure(points)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The same view as a widget", "zh": "同一视图的交互控件"}}
 # The same view as a widget: press **next token** to run one decode step and watch the bars grow, or
 # **run to the end**.
 
 # %%
 CacheGrowthView(lm, prompt, params)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Worked answers are", "Work in the cells"]}
 # ## Summary
 # - Appending a token leaves every old row unchanged — Q, K, V, scores, probabilities, outputs, logits —
 #   because of the causal mask. Only the new token's row is new.

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 5 · Decode
 #
 # **What you will see.** The second phase of generation. After prefill has filled the KV cache, each decode
@@ -16,7 +16,7 @@
 # - Why decode cannot run many tokens in parallel the way prefill does, and the idea behind speculative
 #   decoding.
 
-# %%
+# %% slide={"code": false}
 import math
 
 import torch
@@ -42,7 +42,7 @@ n_h, n_kv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_groups
 # Prefill the prompt of chapters 3 and 4, take the greedy token, and feed it to `lm.decode_step`. Before
 # the step we copy the cache's keys and values of layer 1: section 5.2 needs them as they were.
 
-# %%
+# %% slide={"code": [[4, 7], [13, 14]]}
 prompt = "The capital of France is Paris. The capital of Italy is"
 ids = tok.encode(prompt)
 S = len(ids)
@@ -58,11 +58,11 @@ trace = tl.Trace()
 next_logits = lm.decode_step(token, cache, trace=trace)  # [1, V]
 print(f"decode step fed {tok.token_text(token)!r} → {tok.token_text(int(next_logits.argmax(-1)))!r};", cache)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The step's shapes", "zh": "这一步的形状"}}
 # The step ran one token through all 30 layers. Its trace has the shapes of the `decode_step` sketch in
 # *LLM Generation Process* (《LLM 生成过程》): one query row, T = S + 1 = 13 keys.
 
-# %%
+# %% slide={"code": [[1, 3]]}
 t = trace.layers[layer]
 print(viz.tr("position of the new token:"), trace.positions.tolist(), viz.tr("(RoPE rotates by this)"))
 print("mask:", tuple(trace.mask.shape), "all True:", bool(trace.mask.all()))
@@ -70,7 +70,7 @@ for name in ("resid_in", "q", "k", "v", "scores", "probs", "attn_out"):
     print(f"  {name:<9}{tuple(getattr(t, name).shape)}")
 print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The mask is all"]}
 # The mask is all True: no causal mask is needed, because nothing in the cache comes after the new token.
 # (The mask exists for batches of prompts with different lengths, where it hides padding slots: exercise 3.)
 #
@@ -95,7 +95,7 @@ print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 # leaves out: the RMSNorm before the projections and RoPE on q and k. The input is the new token's hidden
 # state as it entered layer 1, taken from the trace.
 
-# %%
+# %% slide={"title": {"en": "Q, K and V of the new token, by hand", "zh": "手算新 token 的 Q、K、V"}, "code": [3, [5, 12], 17]}
 block = lm.model.layers[layer]  # input_layernorm, self_attn (q/k/v/o_proj), post_attention_layernorm, mlp
 attn = block.self_attn
 x = t.resid_in  # [1, 1, h]: the new token's residual stream entering layer 1
@@ -114,11 +114,11 @@ torch.testing.assert_close(k_new, t.k)
 torch.testing.assert_close(v_new, t.v)
 print("q_new, k_new, v_new by hand = the decode step's:", tuple(q_new.shape), tuple(k_new.shape))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention, by hand", "zh": "手算注意力"}}
 # Now the attention. Each query head reads its group's KV head (query head *h* reads KV head *h* // 3), so we
 # repeat each cached head 3 times before the matrix product. There is one query row, so there is no mask:
 
-# %%
+# %% slide={"code": [[1, 3], [5, 9], 13]}
 K = torch.cat([k_cache, k_new], dim=2)  # [1, n_kv, T, d]: the cache's keys, then the new one
 V = torch.cat([v_cache, v_new], dim=2)  # [1, n_kv, T, d]
 K_heads, V_heads = K.repeat_interleave(g, dim=1), V.repeat_interleave(g, dim=1)  # [1, n_h, T, d]
@@ -133,7 +133,7 @@ torch.testing.assert_close(probs, t.probs)
 torch.testing.assert_close(attn_out, t.attn_out)
 print("probs", tuple(probs.shape), "and attn_out", tuple(attn_out.shape), "by hand = the decode step's")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The rest of the layer", "zh": "这一层的其余部分"}}
 # The rest of the layer is the same as in prefill, for one row: add to the residual stream, RMSNorm, MLP,
 # add again. And the cache: the decode step wrote our k_new and v_new into slot 12.
 
@@ -146,7 +146,7 @@ torch.testing.assert_close(cache.keys(layer)[:, :, S:], k_new)
 torch.testing.assert_close(cache.values(layer)[:, :, S:], v_new)
 print("layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the new token looked at", "zh": "新 token 看了哪里"}, "say": true}
 # What did the new token look at? Head 2 is the previous-token head of chapter 3: its one row gives its
 # largest weight to ` is`, the token just before ` Rome`.
 
@@ -180,7 +180,7 @@ for label, p in zip(labels, row, strict=True):
 # The same loop with teachllm. There is no `position` to carry: the cache knows how many tokens it holds,
 # and the model reads the new token's position from it. We print the cache's length after every step.
 
-# %%
+# %% slide={"title": {"en": "The same loop with teachllm", "zh": "用 teachllm 写同一个循环"}, "code": [1, [5, 7], [10, 14]], "output": [[1, 3], -1]}
 def decode_loop(lm, first_token, cache, max_tokens, stop_token_ids, params):
     """Generate up to max_tokens tokens (first_token included) after a prefilled cache."""
     generated = [first_token]
@@ -204,7 +204,7 @@ print(f"prefill: cache length {cache.length} → first token {tok.token_text(fir
 generated = decode_loop(lm, first, cache, max_tokens=10, stop_token_ids=lm.config.eos_token_ids, params=greedy)
 print(repr(tok.decode(generated)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "teachllm's generate runs the same loop", "zh": "teachllm 的 generate 跑的是同一个循环"}}
 # Each step adds exactly one slot to the cache. teachllm's `generate` runs the same loop (with every
 # sampling and stop rule of the later chapters), so under greedy decoding it must give the same tokens:
 
@@ -221,11 +221,11 @@ print(repr(result.text), "| finish reason:", result.finish_reason)
 # with the causal mask above the diagonal. Each orange row is one decode step: one query reading the whole
 # cache, including the slots the steps before it appended.
 
-# %%
+# %% slide={"code": false}
 capture = capture_attention(lm, ids, n_decode=6, labels_of=labeller(tok))
 attention_figure(capture, layer=1, head=2)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Prefill's triangle plus the decode rows", "zh": "预填充的三角形加上解码行"}}
 # Put together, prefill's triangle and the decode rows are exactly the triangle that one uncached forward
 # pass over all 18 tokens computes: decode fills in the matrix one row per step.
 
@@ -238,10 +238,10 @@ for i, layer_probs in enumerate(capture.probs):  # [n_h, N, N] per layer, NaN wh
 print(viz.tr("{rows} rows (12 prefill + 6 decode) = the uncached forward's attention, in all {L} layers",
              rows=len(capture.token_ids), L=cfg.n_layers))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力浏览器"}}
 # The explorer shows every layer and head of the same capture; it opens on layer 1, head 2.
 
-# %%
+# %% slide={"code": [1, 3]}
 explorer = AttentionExplorer(lm, prompt, n_decode=6)
 explorer.layer.value, explorer.head.value = 1, 2
 explorer
@@ -259,13 +259,13 @@ print(viz.tr("step  phase   token           p  cache length"))
 for r in records:
     print(f"{r.index:>4}  {viz.pad(viz.tr(r.phase), 8)}{r.label:<11}{r.candidates[0][2]:>6.3f}  {r.cache_length:>12}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One step's candidates", "zh": "一步的候选 token"}}
 # `step_figure` draws one step's candidates, the chosen one in red.
 
 # %%
 step_figure(records[1])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Step through the loop yourself", "zh": "亲手逐步运行循环"}}
 # The same as a widget: press **next token** to run one step of the real loop.
 
 # %%
@@ -287,7 +287,7 @@ for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(lm, S)),  # lm
     tokens = c.length if c.phase == "prefill" else 1
     print(f"{name:<28}{tokens:>7}{c.flops / 1e9:>8.2f}{c.bytes / 1e6:>10.1f}{c.intensity:>11.1f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the numbers say", "zh": "这些数字说明什么"}, "say": ["After each exercise,", "Work in the cells"]}
 # In float32 a decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP:
 # about one FLOP for every two bytes (in bfloat16, as on a GPU, half the bytes: one FLOP per byte). Prefill
 # does the same weight reading for every token of the prompt at once, so its FLOPs per byte grow with the

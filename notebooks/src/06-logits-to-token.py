@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 6 · From logits to a token
 #
 # **What you will see.** The model's last layer gives a *score* for each of the 49,152 entries in its
@@ -19,7 +19,7 @@
 # - Which settings suit which task: the table of parameter combinations in *LLM Generation Process*, as
 #   presets run on one prompt.
 
-# %%
+# %% slide={"code": false}
 import math
 
 import plotly.graph_objects as go
@@ -46,7 +46,7 @@ def top_tokens(logits, n=6):
     return ", ".join(f"{tok.token_text(int(i))!r} {float(p):.3f}" for p, i in zip(top.values, top.indices, strict=True))
 
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["We use two prompts"]}
 # ## 6.1 Logits and probabilities
 #
 # The model's forward pass ends with the LM head: one score per vocabulary entry, for the position after
@@ -58,7 +58,7 @@ def top_tokens(logits, n=6):
 # We use two prompts throughout this chapter. After "The capital of France is" the model is nearly sure of
 # the next word. After "Once upon a time, there was a" many words fit.
 
-# %%
+# %% slide={"code": [[1, 4]]}
 sure_ids = tok.encode("The capital of France is")
 open_ids = tok.encode("Once upon a time, there was a")
 sure = viz.next_token_logits(lm, sure_ids)  # [V] float32: one prefill, the logits after the last token
@@ -69,14 +69,14 @@ for name, logits in (("sure", sure), ("open", open_)):
     print(f"{name}: largest logits", [f"{tok.token_text(int(i))!r} {float(z):.2f}" for z, i in
                                       zip(top.values, top.indices, strict=True)])
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The course notes' softmax example", "zh": "课程资料里的 softmax 例子"}}
 # *LLM Generation Process* (§4.1) illustrates softmax with four logits, [−1.2, 0.5, 2.3, −0.1, …], and four
 # probabilities, [0.01, 0.05, 0.30, 0.03, …]. Those numbers are illustrative, not the output of a model,
 # and the "…" matters: softmax over the four logits alone gives quite different probabilities. The
 # example's numbers fit one normaliser, a vocabulary in which the tokens not listed hold most of the
 # probability:
 
-# %%
+# %% slide={"code": [[1, 3]]}
 notes_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
 print(viz.tr("softmax of the four alone:"), [round(p, 2) for p in notes_z.softmax(-1).tolist()])
 normaliser = math.exp(2.3) / 0.30  # Σ exp(z) over the whole vocabulary, if p(2.3) = 0.30
@@ -85,11 +85,11 @@ print(viz.tr("with Σ exp(z) = {total} for the whole vocabulary: {probs}", total
 print(viz.tr("the tokens behind the '…' then hold {share:.0%} of the probability",
              share=1 - float(notes_z.exp().sum()) / normaliser))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Only differences matter", "zh": "只有差值才重要"}}
 # Back to the model's own logits. Softmax turns them into probabilities that sum to 1. Adding the same number to every logit changes
 # nothing, because softmax only sees differences:
 
-# %%
+# %% slide={"code": [[1, 3]]}
 for name, logits in (("sure", sure), ("open", open_)):
     probs = logits.softmax(dim=-1)  # [V]
     print(f"{name}: {top_tokens(logits)}")
@@ -134,7 +134,7 @@ for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
 # Here is the "open" prompt at several temperatures. The lecture's rules of thumb are T = 0.1–0.5 for
 # summaries and question answering, T = 0.7–1.3 for creative writing and brainstorming.
 
-# %%
+# %% slide={"title": {"en": "The open prompt at nine temperatures", "zh": "开放提示词在九个温度下"}, "code": [[1, 4]]}
 print(viz.tr("     T  entropy  most likely tokens"))
 for T in (0.1, 0.3, 0.5, 0.7, 1.0, 1.3, 2.0, 5.0, 100.0):
     scaled = sampling.apply_temperature(open_, T)  # logits / T
@@ -144,14 +144,14 @@ gap = math.log2(tok.vocab_size) - viz.data.entropy_bits(sampling.apply_temperatu
 print(f"at T = 100 the entropy is {gap:.4f} bits below uniform")
 assert gap < 0.002
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Entropy against temperature", "zh": "熵随温度的变化"}, "say": true}
 # The two ends are the lecture's limits. As T → 0, all the probability moves to the argmax and sampling
 # becomes greedy decoding. As T → ∞, every logit divided by T goes to 0 and the distribution becomes
 # uniform. At T = 100 the entropy is only 0.0012 bits below uniform: every token has about the same chance.
 #
 # Entropy against temperature, for both prompts:
 
-# %%
+# %% slide={"code": false}
 temperatures = [round(0.05 * 1.2**i, 4) for i in range(30)]  # 0.05 … about 10, evenly spaced on a log axis
 fig = go.Figure(layout=viz.figures.figure_layout(
     height=380, title=viz.tr("Entropy of the next-token distribution against temperature"),
@@ -167,7 +167,7 @@ print("at T = 0.5:", ", ".join(f"{name} {viz.data.entropy_bits(sampling.apply_te
                                for name, logits in (("sure", sure), ("open", open_))))
 fig
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why temperature: it changes the odds", "zh": "为什么要有温度：它改变几率", "at": "**Why the lecture"}}
 # The same temperature does different things to the two prompts. At T = 0.5 the "sure" prompt is almost
 # greedy (0.08 bits), while the "open" one still spreads over several tokens (3.9 bits).
 #
@@ -178,7 +178,7 @@ fig
 # Compare the odds between the two best tokens of the "open" prompt after a top-k cut and after a
 # temperature:
 
-# %%
+# %% slide={"code": [[1, 4]]}
 a, b = torch.topk(open_, 2).indices.tolist()  # the two most likely tokens
 for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_k(open_, 10)),
                       ("after T = 0.5", sampling.apply_temperature(open_, 0.5))):
@@ -186,7 +186,7 @@ for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_
     print(f"{label:<18} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}"
           f"   odds = {float(p[a] / p[b]):.3f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Top-k raises both"]}
 # Top-k raises both probabilities but keeps their odds (1.18). T = 0.5 squares them (1.18² ≈ 1.39).
 #
 # ## 6.4 Top-k sampling
@@ -194,7 +194,7 @@ for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_
 # Top-k keeps the k most likely tokens, sets every other logit to −∞, and samples from what is left after
 # softmax renormalises it. In *LLM Generation Process* §4.4, the example has k = 3:
 
-# %%
+# %% slide={"code": [[1, 4], [11, 12]]}
 notes_probs = torch.tensor([0.40, 0.30, 0.15, 0.10, 0.05])
 notes_logits = notes_probs.log()  # any logits with these probabilities; softmax(log p) = p
 names = ["A", "B", "C", "D", "E"]
@@ -208,7 +208,7 @@ show(after, names, 2)
 assert torch.allclose(after, torch.tensor([0.47, 0.35, 0.18, 0.0, 0.0]), atol=0.005)
 print(f"kept mass {float(notes_probs[:3].sum()):.2f}; 0.40 / {float(notes_probs[:3].sum()):.2f} = {0.40 / float(notes_probs[:3].sum()):.2f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The lecture's example, k = 2", "zh": "讲座的例子：k = 2", "at": "The lecture's example"}, "say": ["The lecture's example"]}
 # Each survivor is divided by the mass that is kept, 0.40 + 0.30 + 0.15 = 0.85, so 0.40 becomes 0.47.
 #
 # The lecture's example is a Chinese prompt, 南京大学计算机学院的课程有 ("the courses of Nanjing University's
@@ -216,7 +216,7 @@ print(f"kept mass {float(notes_probs[:3].sum()):.2f}; 0.40 / {float(notes_probs[
 # 计算机 (computers): 0.2, 数据 (data): 0.05, …}. The remaining 0.05 is spread over every other word; here it
 # is one entry, "…". With k = 2 only two continuations are possible:
 
-# %%
+# %% slide={"code": [[1, 6]]}
 course_words = ["算法", "操作系统", "计算机", "数据", "…"]
 course_logits = torch.tensor([0.4, 0.3, 0.2, 0.05, 0.05]).log()
 for k in (2, 1):
@@ -230,7 +230,7 @@ for i in draws.tolist()[:4]:
     print("南京大学计算机学院的课程有" + course_words[i])
 print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolist()}))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": "Two details from"}}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
 #
 # Two details from transformers' `TopKLogitsWarper`, which teachllm follows: k counts logits, and every
@@ -240,7 +240,7 @@ print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolis
 tied = torch.tensor([0.40, 0.20, 0.15, 0.15, 0.10]).log()
 print(viz.tr("k = 3 with a tie at the boundary keeps {n} tokens", n=int(sampling.apply_top_k(tied, 3).isfinite().sum())))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A fixed k on live logits", "zh": "真实 logits 上固定的 k"}}
 # The weakness of top-k is that k is fixed. On the live logits, the same k keeps most of the probability
 # after the "sure" prompt and only a small part of it after the "open" one:
 
@@ -272,7 +272,7 @@ print(f"top-p 0.9 keeps {int(kept.sum())} tokens holding {float(notes_probs[kept
 print("normalised: ", end="")
 show(after, names, 3)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The token that crosses p is kept", "zh": "越过 p 的那个 token 被保留"}}
 # After three tokens the cumulative probability is 0.85, not yet 0.9. The fourth token crosses 0.9 and is
 # **kept**, so the nucleus holds 0.95. transformers writes the rule the other way round, and teachllm
 # follows it: sort the tokens from least to most likely, and remove those whose cumulative sum is $\le 1 - p$.
@@ -285,7 +285,7 @@ print("p = 0.6 keeps", sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tol
 for p in (0.3, 0.5, 0.75, 0.9, 0.96):
     print(f"notes example, p = {p:<4}: {int(sampling.apply_top_p(notes_logits, p).isfinite().sum())} tokens kept")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The same p on live logits", "zh": "真实 logits 上的同一个 p"}}
 # On the live logits, the same p keeps a handful of tokens after the "sure" prompt and hundreds after the
 # "open" one:
 
@@ -296,7 +296,7 @@ for p in (0.5, 0.9, 0.95):
     print(viz.tr("top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}", p=p, n_sure=n_sure,
                  n_open=n_open))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Top-p after temperature", "zh": "温度之后的 top-p"}}
 # Top-p sees the distribution *after* temperature, so the two are coupled. The lecture's advice is to fix
 # one and then tune the other, otherwise it is hard to tell which setting caused a change. With top-p 0.9
 # on the "open" prompt:
@@ -328,7 +328,7 @@ for name, logits in (("sure", sure), ("open", open_)):
 # builds. Its classes live in `generation/logits_process.py`, and the model is a tiny random one, because
 # only the list matters:
 
-# %%
+# %% slide={"code": [[5, 10]]}
 import transformers  # noqa: E402  (imported here: this is the only section that needs it)
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
@@ -340,7 +340,7 @@ hf_processors = hf_tiny._get_logits_processor(generation_config=GenerationConfig
                                               input_ids_seq_length=len(open_ids))
 print(" → ".join(type(p).__name__ for p in hf_processors))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "teachllm gives transformers' result", "zh": "teachllm 与 transformers 结果相同"}}
 # teachllm's `process_logits` applies the same rules in the same order. On the live logits it gives the same
 # result as transformers' own list:
 
@@ -351,7 +351,7 @@ assert torch.equal(hf_out.isfinite(), ours.isfinite())
 assert torch.allclose(hf_out[ours.isfinite()], ours[ours.isfinite()], atol=1e-5)
 print(viz.tr("same {n} surviving tokens, same logits: {top}", n=int(ours.isfinite().sum()), top=top_tokens(ours, 5)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Top-k and top-p together", "zh": "top-k 与 top-p 同时使用"}}
 # **Top-k and top-p together** (the lecture's "top-k + top-p sampling"). transformers applies top-k first,
 # and top-p then works on the renormalised survivors. The other order can give a different result. On the
 # distribution of the *LLM Generation Process* example, with k = 3 and p = 0.8:
@@ -364,7 +364,7 @@ show(k_then_p, names)
 print("top-p, then top-k:               ", end=" ")
 show(p_then_k, names)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Min-p: transformers and vLLM disagree", "zh": "min-p：transformers 与 vLLM 不一致", "at": "**Min-p: transformers and"}}
 # After top-3 the probabilities are [.47, .35, .18], and the first two already reach 0.8. On the original
 # distribution 0.8 needs three tokens.
 #
@@ -374,7 +374,7 @@ show(p_then_k, names)
 # min-p last, as transformers does: the order below is V1's.) teachllm follows transformers in
 # `process_logits`. To get vLLM V1's order we call the same functions in that order:
 
-# %%
+# %% slide={"code": [[9, 14]], "output": [1, 2]}
 def vllm_order(logits, p: tl.SamplingParams):
     """vLLM V1's sampler order for the filters: /T → min-p → top-k → top-p (teachllm's functions)."""
     out = sampling.apply_temperature(logits, p.temperature)
@@ -393,7 +393,7 @@ after_top_p = sampling.apply_top_p(notes_logits, 0.8).softmax(dim=-1)  # what mi
 print(f"min-p thresholds: transformers 0.3 × {float(after_top_p.max()):.2f} = {0.3 * float(after_top_p.max()):.2f}, "
       f"vLLM 0.3 × {float(notes_probs.max()):.2f} = {0.3 * float(notes_probs.max()):.2f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two orders on live logits", "zh": "两种顺序在真实 logits 上"}}
 # In transformers, top-p 0.8 keeps A, B and C (cumulative .40, .70, .85). Min-p 0.3 then asks for
 # p ≥ 0.3 × 0.47 = 0.14 among the renormalised [.47, .35, .18], and all three pass. In vLLM, min-p comes
 # first: its threshold 0.3 × 0.40 = 0.12 removes D and E. Top-p 0.8 then meets the renormalised
@@ -407,7 +407,7 @@ for name, logits in (("sure", sure), ("open", open_)):
     n_vllm = int(vllm_order(logits, params).isfinite().sum())
     print(f"{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Logits that are not numbers", "zh": "不是数的 logits"}, "say": true}
 # **Logits that are not numbers.** A broken model can hand out NaN, and a caller may want one token to be
 # certain. Every rule above, and greedy decoding, follows one policy (`sampling.settle`). NaN is an error
 # that names the row: no probability follows from it. +inf means "this token is certain": the row keeps only
@@ -442,14 +442,14 @@ for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.in
 # Each preset on the same chat prompt, with the same random seed. The first two columns describe the first
 # step: how many tokens survive the filters, and the entropy of what is left.
 
-# %%
+# %% slide={"code": false, "output": false}
 for name, preset in viz.PRESETS.items():
     print(f"{name:<11} {preset}")
 question = tok.apply_chat_template([{"role": "user", "content": "Write one sentence about the sea."}])
 q_ids = tok.encode(question)
 q_logits = viz.next_token_logits(lm, q_ids)
 
-# %%
+# %% slide={"title": {"en": "Each preset on one prompt", "zh": "每个预设在同一提示词上"}, "code": [[2, 6]]}
 print(viz.tr("preset      survive  bits  text (random seed 0, 16 tokens)"))
 for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
     params = tl.SamplingParams(**preset, seed=0, max_tokens=16)
@@ -457,7 +457,7 @@ for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
     out = lm.generate(q_ids, params)
     print(f"{name:<11}{d.n_kept:>8,}{d.entropy_after:>6.2f}  {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Brainstorming: how high a temperature?", "zh": "头脑风暴：温度该多高？"}, "say": true}
 # `code` sets no filter, so all 49,152 tokens survive. At T = 0.2, though, nearly all the probability sits
 # on one token (0.00 bits), and yet within 16 steps the text leaves the greedy path. `factual QA` cuts the
 # first step down to one token. From there down the table, more tokens survive each row and the text grows
@@ -471,7 +471,7 @@ for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
 # log-probability it gives the sampled tokens at T = 1 (in nats per token; the higher, the more the text
 # is one the model itself would write).
 
-# %%
+# %% slide={"code": [4, 5, 8]}
 idea_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Give me ideas for a science fair."}]))
 print(f"{'T':>4}{'mean log p':>11}  text (random seed 0, 24 tokens)")
 brainstorm_scores = {}
@@ -481,7 +481,7 @@ for T in (0.7, 1.0, 1.3, 1.5, 2.0):
     brainstorm_scores[T] = float(logp.gather(-1, torch.tensor(out.token_ids, device=lm.device)[:, None]).mean())
     print(f"{T:>4}{brainstorm_scores[T]:>11.2f}  {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The score falls"]}
 # The score falls with every step up in temperature: −0.99 nats per token at T = 0.7, −2.16 at 1.0,
 # −2.85 at 1.3, −4.92 at 2.0. Read the texts too: at 1.3 and 1.5 the model already invents a material
 # ("smolyum"), and at 2.0 the sentence drifts away from the question. For a 135M model, the lecture's
@@ -495,20 +495,20 @@ for T in (0.7, 1.0, 1.3, 1.5, 2.0):
 # Light bars are the model's probabilities, grey where a rule removed the token. Dark bars are the
 # probabilities after processing. The orange line is the cumulative probability that top-p cuts.
 
-# %%
+# %% slide={"code": false}
 labels_of = viz.labeller(tok)  # ids → readable token labels
 d = viz.distribution(q_logits, tl.SamplingParams(**viz.PRESETS["chat"]), q_ids, labels_of=labels_of)
 viz.distribution_figure(d)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The distribution explorer", "zh": "分布浏览器"}, "say": true}
 # Then the explorer. It runs the model once and, when a slider moves, reruns `process_logits` on the same
 # logits. Pick a preset, move temperature, top-k, top-p and min-p, and press *sample* to draw a token with
 # the random seed shown.
 
-# %%
+# %% slide={"code": false}
 viz.DistributionExplorer(lm, question)
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - The model gives logits, and softmax turns them into probabilities. A decoding strategy then picks one
 #   token.

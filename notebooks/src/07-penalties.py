@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 7 · Penalties
 #
 # **What you will see.** Greedy decoding on a small model falls into a loop — the same two tokens over and
@@ -13,7 +13,7 @@
 # - **Soft** penalties (they lower a score) against **hard** constraints (they forbid a token).
 # - The lecture's tuning tips: which penalty to reach for, with which value, in which order.
 
-# %%
+# %% slide={"code": false}
 from collections import Counter
 
 import torch
@@ -47,7 +47,7 @@ def show_top(logits, k=5):
 # A plain-text prompt (no chat template: the model simply continues the text) that asks for a list.
 # Greedy decoding, 24 tokens:
 
-# %%
+# %% slide={"code": [[1, 3], [9, 11]]}
 prompt = "List of animals: dog, cat,"
 prompt_ids = tok.encode(prompt)
 greedy = tl.SamplingParams(temperature=0, max_tokens=24)
@@ -60,7 +60,7 @@ loop_ids = [token for token, _ in chosen_p]
 print(repr(tok.decode(loop_ids)))
 print("repeated 3-grams in the output:", repeated_trigrams(loop_ids))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Each repetition makes the next more likely", "zh": "每重复一次，下一次就更可能"}}
 # The model is stuck: `dog, cat,` forever. Worse, each repetition makes the next one more likely. Here is
 # the probability the model gave ` dog` and ` cat` each time it chose them:
 
@@ -69,7 +69,7 @@ for word in (" dog", " cat"):
     ps = [p for token, p in chosen_p if tok.token_text(token) == word]
     print(viz.tr("p({word}) each time it was chosen: {ps}", word=repr(word), ps=" ".join(f"{p:.2f}" for p in ps)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Four penalties", "zh": "四种惩罚", "at": "A **penalty** changes"}, "say": ["A **penalty** changes", "To compute them"]}
 # ` dog` went from 0.22 to 0.66 in six uses: the text in the context window is the strongest evidence the
 # model has, and a pattern that has occurred several times looks like a pattern that will go on. Greedy decoding always
 # takes the top token, so once the loop leads, it never lets go. Sampling with a temperature only makes the
@@ -88,7 +88,7 @@ for word in (" dog", " cat"):
 # To compute them by hand we take the logits at one step inside the loop: after 12 generated tokens,
 # where greedy chose ` dog` (for the fourth time).
 
-# %%
+# %% slide={"title": {"en": "One step inside the loop", "zh": "循环里的一步"}}
 k = 12
 history = prompt_ids + loop_ids[:k]  # the context at that step: prompt + 12 output tokens
 logits = lm.forward(history)[0, -1]  # [V]: next-token logits, no cache
@@ -102,7 +102,7 @@ print("top 5 logits:", show_top(logits))
 # when positive and multiplied by *r* when negative, so both move down. The lecture starts question
 # answering and code at *r* = 1.05; here we use 1.2 to see it clearly.
 
-# %%
+# %% slide={"title": {"en": "Repetition penalty by hand, r = 1.2", "zh": "手算重复惩罚，r = 1.2"}, "code": [1, 2, [5, 7], 9]}
 r = 1.2
 seen = sorted(set(history))  # each seen token is penalised once, however often it occurred
 by_hand = logits.clone()
@@ -114,7 +114,7 @@ for j in seen:
 assert torch.equal(by_hand, apply_repetition_penalty(logits, history, r))  # teachllm agrees
 print("top 5 after:", show_top(by_hand))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations with the penalty", "zh": "整段生成加上重复惩罚", "at": "With the penalty"}, "say": ["` dog` and `"]}
 # ` dog` and ` cat` lose about 3.4 each and land among ` fox`, ` sheep` and ` deer`, which were never
 # seen. ` dog` still leads by a hair — after six rounds the loop is strong — but its probability falls
 # sharply (section 7.5 measures it). Because the penalty *divides*, a large logit loses more than a small
@@ -130,7 +130,7 @@ for r in (1.05, 1.2):
     results[f"repetition_penalty={r}"] = out.token_ids
     print(f"r = {r}: {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "In Chinese: 写一句关于春天的话。", "zh": "中文请求：写一句关于春天的话。", "at": "**In Chinese.** The"}}
 # Even 1.05 breaks the two-token loop: the very first token is no longer ` dog`, because ` dog` is in the
 # prompt. At 1.2 the comma itself — seen in the prompt, needed between every two animals — is
 # penalised hard enough that the model leaves the list format. The penalty cannot tell wanted
@@ -146,7 +146,7 @@ for r in (1.0, 1.05, 1.3):
     out = lm.generate(spring_ids, tl.SamplingParams(temperature=0, max_tokens=24, repetition_penalty=r))
     print(f"r = {r}: {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why: bytes, and the prompt counts", "zh": "原因：字节，以及提示词也被计入"}, "say": true}
 # The penalty broke the loop, but not the way it should. Two facts explain it. First, the tokenizer is
 # byte-level: a Chinese character is three bytes in UTF-8, and most characters of the question take two
 # tokens, a first piece and a one-byte tail. The next cell prints each character with its bytes and its
@@ -160,7 +160,7 @@ for ch in "写一句关于春天的话。":  # each character, its UTF-8 bytes, 
     print(f"{ch}  {ch.encode().hex(' ')}  {tok.encode(ch)}")
 assert tok.encode("句")[-1] == tok.encode("春")[-1]  # one tail token, two characters
 
-# %%
+# %% slide={"title": {"en": "The answer's first token", "zh": "回答的第一个 token"}, "code": [1, [4, 8]]}
 first = lm.forward(spring_ids)[0, -1]  # [V]: the logits of the answer's first token
 chinese = torch.tensor([any("\u4e00" <= c <= "\u9fff" or c == "\ufffd" for c in tok.token_text(i))
                         for i in range(first.shape[0])], device=first.device)  # [V]: a character or a piece of one
@@ -172,7 +172,7 @@ for r in (1.0, 1.05):
     if r == 1.0:
         assert top == tok.encode("春")[0] and top in spring_ids  # the first piece of 春, which the prompt holds
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the penalty cannot tell apart", "zh": "惩罚分不清什么"}}
 # Without the penalty, the model's first choice is the first piece of 春, the word the question is about (the
 # cell asserts that it is the token the prompt's 春 starts with). The penalty divides its logit, as it does the
 # logit of every token in the prompt, and an English opening, `The`, takes its place; the probability of all
@@ -190,7 +190,7 @@ for r in (1.0, 1.05):
 # where $\mathbb{1}[c_j > 0]$ is 1 if $j$ occurred and 0 if not. A plain subtraction, in logit units; the
 # prompt is not counted.
 
-# %%
+# %% slide={"title": {"en": "Presence and frequency by hand", "zh": "手算存在惩罚与频率惩罚"}, "code": [[1, 3], [6, 7], 10]}
 presence, frequency = 0.5, 0.5
 output_so_far = loop_ids[:k]
 counts = Counter(output_so_far)
@@ -203,7 +203,7 @@ torch.testing.assert_close(by_hand, apply_presence_frequency_penalty(logits, out
 print("top 5 after:", show_top(by_hand))
 print("loss:", "  ".join(f"{tok.token_text(j)!r} {float(logits[j] - by_hand[j]):.2f}" for j in sorted(counts)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations: presence against frequency", "zh": "整段生成：存在惩罚与频率惩罚", "at": "The two penalties"}, "say": ["At 0.5 each,"]}
 # At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token:
 # subtracting half a logit hardly matters when logits are around 20. The comma, used six times, loses 3.5.
 #
@@ -217,7 +217,7 @@ for name in ("presence_penalty", "frequency_penalty"):
         results[f"{name}={value}"] = out.token_ids
         print(f"{name} = {value}: {out.text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three things to see", "zh": "三点观察"}, "say": ["Try the three"]}
 # Three things to see:
 # - All four outputs begin with `dog, cat,` again: the prompt is not counted, so the first repetition of
 #   the prompt is free. The repetition penalty (7.2) stopped it at once.
@@ -229,7 +229,7 @@ for name in ("presence_penalty", "frequency_penalty"):
 # prompt and the first 12 tokens of the loop. The repetition slider counts the prompt and the output;
 # presence and frequency count only the output. Watch ` dog` and the comma fall, and what rises in their place.
 
-# %%
+# %% slide={"title": {"en": "Try the penalties yourself", "zh": "亲手试试这些惩罚"}}
 viz.DistributionExplorer(lm, prompt, output=tok.decode(loop_ids[:k]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -249,7 +249,7 @@ masked = apply_no_repeat_ngram(logits, history, n)
 assert set(torch.isinf(masked).nonzero().flatten().tolist()) == banned  # exactly those are -inf
 print("top 5 after:", show_top(masked))
 
-# %%
+# %% slide={"title": {"en": "Whole generations with the ban", "zh": "整段生成加上禁令"}}
 for n in (3, 4):
     out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, no_repeat_ngram_size=n))
     results[f"no_repeat_ngram_size={n}"] = out.token_ids
@@ -264,7 +264,7 @@ for n in (3, 4):
 #
 # At the step we studied, here is what each rule did to ` dog`, the loop's next token:
 
-# %%
+# %% slide={"code": [[2, 7]]}
 dog = loop_ids[k]
 rules = {
     "none": logits,
@@ -277,7 +277,7 @@ for name, row in rules.items():
     p = torch.softmax(row, -1)[dog]
     print(f"{name:<30}{float(row[dog]):>10.2f}{float(p):>8.3f}  {tok.token_text(int(row.argmax()))!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Soft and hard", "zh": "软与硬"}}
 # - **Soft** (repetition, presence, frequency): ` dog` keeps a finite logit. If the context makes it
 #   likely enough, it can still win — right for a word that must repeat, such as a name or `the`.
 # - **Hard** (no-repeat n-gram): ` dog` gets probability 0, however sure the model is. Exact, but blind:
@@ -288,7 +288,7 @@ for name, row in rules.items():
 # presence 0.5 + frequency 0.5, then the no-repeat 3-gram ban. Each colour starts from the one before it;
 # a token with no bar in the last colour is banned (−∞).
 
-# %%
+# %% slide={"title": {"en": "The penalties in the pipeline's order", "zh": "按流水线顺序施加惩罚"}, "code": false, "output": false}
 all_penalties = tl.SamplingParams(repetition_penalty=1.2, presence_penalty=0.5, frequency_penalty=0.5,
                                   no_repeat_ngram_size=3)
 stages = penalty_stages(logits, all_penalties, prompt_ids, output_so_far, labeller(tok), top_n=6)
@@ -296,19 +296,22 @@ for name, values in stages.stages:
     print(viz.pad(name, 32) + "  ".join(f"{label}:{v:.2f}" for label, v in zip(stages.labels[:4], values, strict=False)))
 penalty_stages_figure(stages)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "How much each run repeated itself", "zh": "每次运行重复了多少"}, "say": true}
 # How much each run repeated itself, counted as 3-grams of output tokens seen earlier in the output:
 
-# %%
+# %% slide={"output": [1, 2, 3, 5, 7, 8]}
 for name, ids in results.items():
     print(f"{name:<26} repeated 3-grams: {repeated_trigrams(ids):>2}   {tok.decode(ids)[:60]!r}")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The first two"]}
 # ## 7.6 Length penalty belongs to beam search
 #
 # The lecture's list ends with the length penalty. It does not change logits at all: it changes how beam
-# search ranks *finished* sequences, $\text{score} = \sum \log p \,/\, \text{length}^{lp}$, so it only exists
-# when `num_beams` > 1. Chapter 8 shows it.
+# search ranks *finished* sequences,
+#
+# $$\text{score} = \frac{\sum \log p}{\text{length}^{lp}},$$
+#
+# so it only exists when `num_beams` > 1. Chapter 8 shows it.
 #
 # ## 7.7 Tuning tips
 #
@@ -323,7 +326,7 @@ for name, ids in results.items():
 #
 # The first two rows on our looping prompt, greedy so that only the penalties differ (24 tokens each):
 
-# %%
+# %% slide={"title": {"en": "The first two rows, on our loop", "zh": "前两行用在我们的循环上"}, "code": [[4, 6]]}
 tips = {"no penalty": {}, "QA / code: repetition 1.05 + frequency 0.5": dict(repetition_penalty=1.05,
                                                                              frequency_penalty=0.5),
         "creative: presence 0.3": dict(presence_penalty=0.3)}
@@ -331,7 +334,7 @@ for name, penalties in tips.items():
     out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **penalties))
     print(f"{name:<44} repeated 3-grams: {repeated_trigrams(out.token_ids):>2}   {out.text[:60]!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Order of tuning, and how engines differ", "zh": "调参顺序与各引擎的差异", "at": "**Order of tuning**:"}, "say": ["After each exercise,", "Work in the cells"]}
 # The lecture's starting point for question answering and code breaks the loop of the greedy list.
 # Presence 0.3 leaves it exactly as it was: it takes a flat 0.3 off the logit of every token already
 # used, too little to change which token is largest here. It is meant for sampled creative text, where

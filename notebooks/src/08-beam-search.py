@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 8 · Beam search
 #
 # **What you will see.** The third decoding strategy of the lecture, next to greedy decoding and sampling:
@@ -15,7 +15,7 @@
 #   changes the winner.
 # - What beam search is good for, and what it costs.
 
-# %%
+# %% slide={"code": false}
 import math
 
 import torch
@@ -38,7 +38,7 @@ def token_logprobs(prompt_ids, output_ids):
     return [float(logp[start + i, t]) for i, t in enumerate(output_ids)]
 
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The three on"]}
 # ## 8.1 Three ways to decode
 #
 # The model gives a probability for the next token; the probability of a whole continuation
@@ -54,7 +54,7 @@ def token_logprobs(prompt_ids, output_ids):
 #
 # The three on one prompt, 8 tokens each, with the total log-probability of what they wrote:
 
-# %%
+# %% slide={"title": {"en": "The three on one prompt", "zh": "同一提示词上的三种策略"}, "code": [[9, 14]]}
 prompt = "The capital of France is"
 prompt_ids = tok.encode(prompt)
 strategies = {
@@ -83,7 +83,7 @@ print(f"beam ÷ greedy probability: e^{gap:.2f} = {math.exp(gap):.1f}×")
 # hypothesis** instead, scored $\sum \log p \,/\, \text{length}^{lp}$ (8.4). `tl.beam_search_steps` yields
 # the state after every step.
 
-# %%
+# %% slide={"title": {"en": "Three beams, step by step", "zh": "三条束，逐步展开"}, "code": [[1, 3]], "output": [[1, 8], [-3, -1]]}
 params = tl.SamplingParams(num_beams=3, max_tokens=8)
 steps = list(tl.beam_search_steps(lm, prompt_ids, params))
 for step in steps:
@@ -93,7 +93,7 @@ for step in steps:
     for hyp in step.finished:
         print(f"   finished  {hyp.score:8.3f}  {tok.decode(hyp.token_ids)!r}  (sum / length)")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Read it top down", "zh": "从上往下读"}, "say": ["The running scores"]}
 # Read it top down:
 # - After step 1 the three beams are ` Paris`, ` the` and ` London`: greedy decoding would have kept only
 #   the first.
@@ -105,19 +105,19 @@ for step in steps:
 # The running scores are nothing but sums of the model's log-probabilities. Check one beam at every step
 # against a fresh, uncached forward pass:
 
-# %%
+# %% slide={"title": {"en": "Scores are sums of log-probabilities", "zh": "分数就是对数概率之和"}}
 for step in steps[:-1]:
     beam = step.running[0]
     by_hand = sum(token_logprobs(prompt_ids, beam.token_ids))
     assert abs(by_hand - beam.score) < tol.logprob, (by_hand, beam.score)
 print(viz.tr("every best beam's score = the sum of its tokens' log-probabilities"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The steps as a tree", "zh": "把这些步画成一棵树"}, "say": true}
 # The same steps as a tree (`beam_tree_figure`): one column per generated token, one node for every beam
 # that was kept at that length, best on top. The red path is the best finished hypothesis, the one
 # `generate` returns; grey branches were kept for a while and then dropped. Hover over a node for its score.
 
-# %%
+# %% slide={"code": false}
 tree = beam_tree(steps, labeller(tok))
 best = [n for n in tree if n.kept_to_end]
 print(viz.tr("{n} nodes; the best path: {path!r}", n=len(tree), path=tok.decode(list(best[-1].ids))))
@@ -129,7 +129,7 @@ beam_tree_figure(tree)
 #
 # Where does greedy decoding lose? Compare the log-probability of each token on the two paths:
 
-# %%
+# %% slide={"code": [[1, 3], [7, 8]]}
 greedy_ids, beam_ids = outputs["greedy"], outputs["beam search (k=3)"]
 greedy_lp, beam_lp = token_logprobs(prompt_ids, greedy_ids), token_logprobs(prompt_ids, beam_ids)
 print(f"{'':>3} {'greedy':<18}{'log p':>7}   {'beam search':<18}{'log p':>7}")
@@ -139,7 +139,7 @@ for i in range(len(greedy_ids)):
 print(f"{'sum':>3} {'':<18}{sum(greedy_lp):>7.3f}   {'':<18}{sum(beam_lp):>7.3f}")
 assert sum(beam_lp) > sum(greedy_lp)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where greedy loses", "zh": "贪心在哪里吃亏"}, "say": ["A chat question,"]}
 # Greedy takes `'\n'` at step 3 because it is the best token *there* (−1.01 against −2.44 for ` The`). But
 # after a blank line the model has to guess what comes next (`The` −1.94, ` answer` −3.21), while after
 # ` The` the sentence almost writes itself (` capital` −0.86, ` of` −0.24). Beam search kept ` The` alive
@@ -160,7 +160,7 @@ assert sum(beam_lp) > sum(greedy_lp)
 #
 # A chat question, where `<|im_end|>` can end the answer at any step, with three values of lp:
 
-# %%
+# %% slide={"title": {"en": "Three values of lp on a chat question", "zh": "聊天问题上的三个 lp 值"}, "code": [3, [6, 7], 12, 13], "output": [1, 2, 5, 6, 9, 10]}
 chat_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}]))
 finished = {}  # each finished hypothesis (as a tuple of ids) → its sum of log-probabilities
 for lp in (0.0, 1.0, 2.0):
@@ -175,12 +175,12 @@ for lp in (0.0, 1.0, 2.0):
         print(f"   score {hyp.score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   "
               f"{tok.decode(hyp.token_ids, skip_special_tokens=True)!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The winner changes with lp", "zh": "赢家随 lp 改变"}, "say": true}
 # The winner changes: with lp = 0 and 1 it is the eight-token `The capital of France is Paris.`; with lp = 2
 # it is a fifteen-token sentence whose sum is three times lower. Score every finished hypothesis we met under
 # each length penalty, and the ranking flips:
 
-# %%
+# %% slide={"code": [[1, 5]], "output": [1, 2, 5, [8, 12]]}
 lps = (0.0, 0.6, 1.0, 1.5, 2.0)
 print(f"{'length':>6} {'sum':>8}  " + "".join(f"{'lp=' + str(lp):>9}" for lp in lps) + "  text")
 for ids, total in sorted(finished.items(), key=lambda item: len(item[0])):
@@ -191,7 +191,7 @@ winners = [tok.decode(list(max(finished, key=lambda ids: finished[ids] / len(ids
 for lp, text in zip(lps, winners, strict=True):
     print(f"best at lp = {lp}: {text!r}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The lecture's tip"]}
 # The lecture's tip for translation — `length_penalty` between 0.6 and 1.0 — sits between "shortest wins"
 # and "longest wins": tune it until sentence lengths look right, on your own data.
 #
@@ -206,7 +206,7 @@ for lp, text in zip(lps, winners, strict=True):
 assert outputs["beam search (k=3)"] == steps[-1].finished[0].token_ids  # 8.1's generate = 8.2's best hypothesis
 print(repr(tok.decode(outputs["beam search (k=3)"])))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Beam search refuses sampling parameters", "zh": "束搜索不接受采样参数"}}
 # Beam search is deterministic, so sampling parameters make no sense with it, and teachllm refuses them:
 
 # %%
@@ -215,7 +215,7 @@ try:
 except ValueError as error:
     print(error)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What it costs, when to use it", "zh": "代价与适用场景"}, "say": ["After each exercise,", "Work in the cells"]}
 # What it costs and when to use it:
 # - *k* beams = a decode batch of *k* rows every step, and *k* copies of the KV cache (reordered when
 #   beams swap parents).

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 9 · Stopping
 #
 # **What you will see.** The decode loop runs until a stop rule fires. We go through every rule a serving
@@ -13,7 +13,7 @@
 # - How `min_tokens` works (it masks logits) and what `ignore_eos` is for.
 # - Why printing tokens one by one garbles Chinese and emoji, and how an incremental detokenizer fixes it.
 
-# %%
+# %% slide={"code": false}
 import torch
 
 import teachllm as tl
@@ -36,7 +36,7 @@ def report(out):
     print(f"finish_reason : {out.finish_reason!r}   stop_reason: {out.stop_reason!r}")
 
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"title": {"en": "The fields of SamplingParams", "zh": "SamplingParams 的字段", "at": "and §5.2 lists"}, "say": ["and §5.2 lists", "The EOS token"]}
 # ## 9.1 The stop rules
 #
 # *LLM Generation Process* (《LLM 生成过程》, §5.1), one of the course notes, sketches the check that runs
@@ -69,7 +69,7 @@ def report(out):
 #
 # The EOS token itself ends generation with `finish_reason="stop"` and `stop_reason=None`.
 
-# %%
+# %% slide={"title": {"en": "The defaults", "zh": "默认值"}}
 defaults = tl.SamplingParams()
 for name in ("max_tokens", "stop", "stop_token_ids", "include_stop_str_in_output", "ignore_eos", "min_tokens"):
     print(f"{name:<28} {getattr(defaults, name)!r}")
@@ -104,7 +104,7 @@ report(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=5)))
 # while its first `config.json` named `<|end_of_text|>` as EOS), or stopping at a token of your choice.
 # Here we stop at the first full stop, `'.'` (id 30), to keep only the first sentence of a longer answer:
 
-# %%
+# %% slide={"code": [[1, 4]], "output": [[1, 3]]}
 period = tok.encode(".")[0]
 paris = chat("Tell me about Paris in two sentences.")
 out = lm.generate(paris, tl.SamplingParams(temperature=0, max_tokens=32, stop_token_ids=[period]))
@@ -113,7 +113,7 @@ kept = lm.generate(paris, tl.SamplingParams(temperature=0, max_tokens=32, stop_t
                                             include_stop_str_in_output=True))
 print("with include_stop_str_in_output:", repr(kept.text))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The id that stopped"]}
 # The id that stopped generation stays in `token_ids` (it says *why* generation ended), but its text is
 # left out of `text`, as vLLM does, unless `include_stop_str_in_output=True`.
 #
@@ -131,7 +131,7 @@ stop = texts[i][-4:] + texts[i + 1][:3]  # 'ance' + ' is'
 print(viz.tr("stop string: {stop!r}, made of the end of {a!r} and the start of {b!r}", stop=stop, a=texts[i],
              b=texts[i + 1]))
 
-# %%
+# %% slide={"title": {"en": "Cut where the stop string begins", "zh": "在停止字符串开始处截断"}, "code": [[1, 5]], "output": [1, 2, [5, 6]]}
 for include in (False, True):
     params = tl.SamplingParams(temperature=0, max_tokens=32, stop=[stop], include_stop_str_in_output=include)
     out = lm.generate(question, params)
@@ -139,7 +139,7 @@ for include in (False, True):
     report(out)
 assert out.token_ids == answer.token_ids[: i + 2]  # it ran until the token that completed the stop string
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Streaming holds text back", "zh": "流式输出会先扣住文本", "at": "When streaming, this"}}
 # Generation ran until ` is`, the token that completed the string; the text is then cut where the stop
 # string *begins* — in the middle of ` France` — or after it with `include_stop_str_in_output=True`.
 #
@@ -177,7 +177,7 @@ print("pieces:", tok.pieces(out.token_ids))
 # get logit −∞, so the sampler cannot pick them (and stop strings are not checked). `tl.generation_steps`
 # shows both the model's raw logits and the processed ones: here is what the model wanted, and what it got.
 
-# %%
+# %% slide={"title": {"en": "Step by step: EOS masked for 10 tokens", "zh": "逐步看：前 10 个 token 屏蔽 EOS"}, "code": [[4, 7]], "output": [1, [7, 12], -1]}
 params = tl.SamplingParams(temperature=0, max_tokens=20, min_tokens=10)
 eos = lm.config.eos_token_ids[0]
 print(f"{'step':>4}  {'token':<12}{'p(EOS)':>8}  EOS masked?")
@@ -188,7 +188,7 @@ for step in tl.generation_steps(lm, [question], params):
 seq = step.sequences[0]
 print(repr(seq.text), "| finish reason:", seq.finish_reason)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the mask did", "zh": "屏蔽带来了什么"}}
 # At step 8 the model gives EOS probability 0.77 — it wants to stop after `Paris.` — but EOS is masked, so
 # it takes the next best token, ` It`, and starts a new sentence. Once that sentence is under way EOS is
 # unlikely again, and the answer runs to `max_tokens`. transformers calls the same rule `min_new_tokens`;
@@ -208,7 +208,7 @@ naive = [tok.token_text(t) for t in out.token_ids]
 print("token by token :", naive)
 print("joined         :", "".join(naive))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "lm.stream holds back half characters", "zh": "lm.stream 扣住半个字符"}}
 # After each token, `lm.stream` decodes only the last few tokens (a window that starts at the last complete
 # character, as vLLM does, so the work per token stays small however long the output grows) and releases
 # text only up to the last complete character; a `'�'` at the end means "bytes still missing", so that
@@ -221,7 +221,7 @@ assert "".join(pieces) == out.text
 assert not any("\ufffd" in piece for piece in pieces)  # never half a character
 print("full text      :", out.text)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # The same holds back-and-release logic serves both problems of this chapter: an unfinished character and a
 # stop string that might be starting are both held until the next token settles them.
 #

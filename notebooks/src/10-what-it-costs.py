@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "Cells that time"]}
 # # Chapter 10 · What it costs
 #
 # **What you will see.** We count the work of prefill and decode, first with the formula of Lecture 11 of the
@@ -20,7 +20,7 @@
 #
 # Cells that time something are marked: their output differs on every machine and every run.
 
-# %%
+# %% slide={"title": {"en": "The model's shape", "zh": "模型的形状"}, "code": [[12, 15]]}
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -74,7 +74,7 @@ print(f"2·m·k·n = {2 * m * k * n:,}   FlopCounterMode: {counter.get_total_flo
 # numbers: b = 1, s = 37 (the chat prompt of chapter 1) and this model's h = 576. `cost.textbook_flops`
 # computes the same layer, and we write each formula out next to it:
 
-# %%
+# %% slide={"title": {"en": "The count, step by step, with numbers", "zh": "代入数字逐步计数"}, "code": [[8, 14]]}
 b, s, h = 1, 37, config.hidden_size
 book = cost.textbook_flops(config, seq_len=s, batch_size=b).per_op  # FLOPs of one textbook layer, per matmul
 steps = [("Q, K, V projections", ["q_proj", "k_proj", "v_proj"], "6bsh²", 6 * b * s * h**2),
@@ -92,7 +92,7 @@ print(f"{'one layer':<22}{'':>8} = {layer:>15,}   (24bsh² + 4bs²h)")
 print(f"{config.n_layers} layers: {config.n_layers * layer / 1e9:.3f} GFLOP")
 print(f"linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {24 * h / (4 * s):.0f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two terms, and decode", "zh": "两项的增长，以及解码"}}
 # The $24bsh^2$ part grows linearly with the prompt; the $4bs^2h$ part (attention) grows with its square. With
 # s = 37 and h = 576, the linear part is 24 · 576 / (4 · 37) ≈ 93 times larger.
 #
@@ -114,7 +114,7 @@ print(f"recompute all {s + 1} tokens: {without_cache / 1e9:.3f} GFLOP;  one cach
 # small functions (its §3.3 and §4.3). Here is its code, with the lines that print its numbers. The arithmetic is the
 # notes' own; the docstrings are ours and the comments are translated into English.
 
-# %%
+# %% slide={"title": {"en": "The course notes' two functions", "zh": "课程资料的两个函数"}, "code": [[1, 8], 20, 21]}
 def estimate_prefill_flops(prompt_len, hidden_size, num_layers, num_heads):
     """Prefill FLOPs as LLM Inference Flow §3.3 estimates them."""
     # attention: O(n^2 * d)
@@ -142,13 +142,13 @@ print(f"Prefill (1000 tokens): {prefill_1000 / 1e9:.2f} GFLOPs")
 print(f"Single Decode step: {decode_step / 1e9:.2f} GFLOPs")
 print(f"Ratio: {prefill_1000 / decode_step:.0f}x")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The estimate against the exact count", "zh": "估算与精确计数对比"}, "say": true}
 # The ratio is right: prefill of 1,000 tokens costs about 1,000 decode steps. The totals are about three
 # times too small, though, because the estimate leaves out most of the layer. Put it (column "estimate") next
 # to the lecture's layer (column "lecture") and the exact count for Llama-2-7B's shape (h = 4096, 32 layers,
 # 32 heads, a SwiGLU MLP of width 11,008, 32,000-token vocabulary):
 
-# %%
+# %% slide={"code": [[10, 15]]}
 llama_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
                           n_kv_heads=32, head_dim=128, max_position_embeddings=4096)  # Llama-2-7B's config.json
 s7, h7, L7 = 1000, 4096, 32
@@ -169,7 +169,7 @@ print(f"rule of thumb 2 · N · tokens (N = {llama_7b.n_params / 1e9:.2f}B param
 print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).total / 1e9:.2f} GFLOP "
       f"(estimate: {decode_step / 1e9:.2f})")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the estimate leaves out", "zh": "估算漏掉了什么"}, {"en": "Why 2·N·tokens agrees at 1,000 tokens", "zh": "为何 2·N·tokens 在 1000 个 token 处吻合", "at": "The exact count"}]}
 # What the estimate of *LLM Inference Flow* leaves out:
 # - the four projections Q, K, V and O ($8sh^2$ per layer, a third of the linear work);
 # - half of the MLP: it counts $h \to 4h$ but not $4h \to h$. Llama's SwiGLU MLP even has three matrices of
@@ -190,7 +190,7 @@ print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).tota
 # so for it the terms meet at $s = V / (2L)$. Exact ÷ rule against the prompt length, with the two terms as
 # shares of the rule:
 
-# %%
+# %% slide={"title": {"en": "Where the rule of thumb is off", "zh": "经验法则偏离在哪里"}, "code": false}
 def rule_parts(cfg, n):
     """exact ÷ (2·N·n), the attention the rule leaves out and the embedding/head work it counts, ÷ the rule."""
     exact, rule = cost.prefill_flops(cfg, n), 2 * cfg.n_params * n
@@ -214,30 +214,30 @@ assert rule_parts(llama_7b, 8192)[0] > 1.25 and rule_parts(config, 37)[0] < 0.85
 # small model the error is larger both ways: its embedding is a fifth of its parameters, and its
 # attention is large next to its narrow layers.
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["`cost.prefill_flops` and `cost.decode_flops`"]}
 # ## 10.4 The exact count for the model at hand
 #
 # `cost.prefill_flops` and `cost.decode_flops` count every matmul of the real model, per layer and per
 # operation (the formulas are in the docstring of `teachllm/cost.py`). Prefill of the 37-token prompt, then
 # the decode step that follows it (38 keys):
 
-# %%
+# %% slide={"output": [[1, 3], [9, 13], 15, 26, 27]}
 prefill_37 = cost.prefill_flops(config, 37)
 print(prefill_37)
 print()
 print(cost.decode_flops(config, 38))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Which operations dominate", "zh": "哪些运算占大头"}, "say": true}
 # In prefill the three MLP matrices do three quarters of the work. In a decode step the LM head stands out
 # (21%): prefill runs it once for 37 tokens, and decode runs it once for every token. Next to the lecture's
 # formula:
 
-# %%
+# %% slide={"output": [[1, 4], [8, 12]]}
 print(cost.format_comparison(cost.compare_with_textbook(config, 37)))
 kv_width = config.n_kv_heads * config.head_dim
 print(f"\nwidth of K and V: n_kv · d = {config.n_kv_heads} · {config.head_dim} = {kv_width}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why the two differ", "zh": "两者为何不同"}}
 # Why the two differ:
 # - **GQA.** 9 query heads share 3 KV heads, so K and V have width 3 · 64 = 192, not 576. Their projections
 #   cost a third.
@@ -254,7 +254,7 @@ print(f"\nwidth of K and V: n_kv · d = {config.n_kv_heads} · {config.head_dim}
 # We pass a `Trace` so that attention runs as two plain matmuls (`attention_by_hand` in `teachllm/model.py`),
 # which the counter sees.
 
-# %%
+# %% slide={"title": {"en": "Every matmul, counted by PyTorch", "zh": "PyTorch 逐个计数每个矩阵乘法"}, "code": [[3, 7]]}
 chat_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}]))
 assert len(chat_ids) == 37
 with FlopCounterMode(display=False) as counter:
@@ -272,7 +272,7 @@ print(f"  {'qk + pv (bmm)':<22}{attention:>13,}{per_op['qk'] + per_op['pv']:>13,
 for op in ("gate_proj", "up_proj", "down_proj"):
     print(f"  {op:<22}{sum(counts[f'Transformer.layers.0.mlp.{op}'].values()):>13,}{per_op[op]:>13,}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the counter counts", "zh": "计数器数的是什么"}}
 # Every matmul agrees to the FLOP. Two things to know about the counter:
 # - It counts matmul-like operators only. Softmax, RMSNorm, RoPE, SiLU, the elementwise product of
 #   SwiGLU, the residual additions and the embedding lookup all count 0. They cost a few operations per
@@ -284,13 +284,13 @@ for op in ("gate_proj", "up_proj", "down_proj"):
 #   `cost.flop_counter()` is the same counter with a formula for every fused attention kernel, so the fast
 #   path counts the same on any device:
 
-# %%
+# %% slide={"title": {"en": "The fast path, counted too", "zh": "快速路径也一并计数"}}
 with cost.flop_counter() as counter:  # FlopCounterMode, with fused attention counted on every device
     lm.prefill(chat_ids, lm.new_cache(max_len=37))  # the fast path: fused attention
 assert counter.get_total_flops() == prefill_37.total
 print(f"fast path counted: {counter.get_total_flops():,} = teachllm.cost {prefill_37.total:,}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step", "zh": "一个解码步"}}
 # The same check for one decode step, after the prompt: one query against 38 keys.
 
 # %%
@@ -329,7 +329,7 @@ for n in (37, 300, 1000, 3000, 4096, 8192):
 #
 # $$\text{intensity} = \frac{\text{FLOPs}}{\text{bytes read and written}}$$
 
-# %%
+# %% slide={"title": {"en": "Prefill and decode, in FLOPs and bytes", "zh": "预填充与解码的 FLOPs 与字节"}, "code": [[2, 4]]}
 print(f"{'call':<22}{'GFLOP':>8}{'weights MB':>11}{'KV read MB':>11}{'KV write MB':>12}{'FLOP/byte':>10}")
 for c in (cost.prefill_cost(config, 37, dtype=lm.dtype), cost.prefill_cost(config, 300, dtype=lm.dtype),
           cost.decode_cost(config, 38, dtype=lm.dtype), cost.decode_cost(config, 301, dtype=lm.dtype),
@@ -340,7 +340,7 @@ for c in (cost.prefill_cost(config, 37, dtype=lm.dtype), cost.prefill_cost(confi
 per_token = cost.prefill_cost(config, 300, dtype=lm.dtype).intensity / 300
 print(f"prefill, FLOP/byte per prompt token at s = 300: {per_token:.2f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the table says", "zh": "这张表说明什么"}}
 # Prefill and decode read the same 538 MB of weights (float32; the embedding matrix doubles as the LM head
 # and is counted once). Prefill does 37 or 300 tokens' worth of work with them, and a decode step does one.
 # Each weight is used for one multiply-add (2 FLOPs) per token, and a float32 weight is 4 bytes, so a
@@ -364,38 +364,38 @@ print(f"prefill, FLOP/byte per prompt token at s = 300: {per_token:.2f}")
 # memory-bound, and above it, compute-bound. The measurement takes about a second. Its numbers depend on your
 # machine and on what else is running on it.
 
-# %%
+# %% slide={"code": false, "output": false}
 shapes = roofline.model_matmul_shapes(config, lengths=(256, 1024))  # [m, k] @ [k, n] for m = 256 and 1,024
 print(len(shapes), "of the model's matmul shapes (m, k, n), and one square one:", shapes[:6], "…")
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "This machine's two limits, measured", "zh": "实测这台机器的两个上限"}, "code": [1, 2]}
 device = roofline.measure_device(lm.device, lm.dtype, config=lm.config)  # the best of those shapes
 print(device)
 print(roofline.KNOWN_DEVICES["H100 SXM"], "for comparison")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The real model, timed", "zh": "真实模型的计时"}, "say": true}
 # Now the real model, timed: prefill at three prompt lengths and one decode step at batch 1 and 16
 # (`measure_phases`; a few seconds).
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": [[1, 3]]}
 points = roofline.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,),
                                  device=device, reps=3, budget_s=1.0)
 print(format_points(points))
 print(f"highest share of the peak reached by a phase: {max(p.achieved_flops for p in points) / device.peak_flops:.0%}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline", "zh": "屋顶线图"}, "say": true}
 # The static figure (the book's version) and the same view as a widget, whose *measure* button runs the
 # measurement again:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slideshow={"slide_type": "skip"}
 viz.roofline_figure(device, points)
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": false}
 roofline_view = viz.RooflineView(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,))
 viz.widgets.refresh(roofline_view.figure, viz.figures.roofline_spec(device, points))  # show the points above
 roofline_view
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "How to read it", "zh": "怎样读这张图"}, {"en": "On a GPU the picture shifts", "zh": "换到 GPU 上，图景就变了", "at": "**On a GPU the"}], "say": ["**On a GPU the"]}
 # How to read it: decode points sit far to the left, at 0.5 FLOP/byte for batch 1 and about 6 for batch 16.
 # Prefill sits to the right, and the longer the prompt, the further right. A point can only be on or under
 # the roof: the peak is the best of the model's own matmuls, and a phase does those matmuls and more (the
@@ -415,7 +415,7 @@ roofline_view
 # its ridge is near 300 FLOP/byte. Where the roofline would put this model and Llama-7B there, computed from
 # the spec sheet and not measured:
 
-# %%
+# %% slide={"code": false, "output": false}
 h100 = roofline.KNOWN_DEVICES["H100 SXM"]
 predicted = []
 print(f"{'':<28}{'FLOP/byte':>10}{'bound':>9}{'time at the roof':>18}")
@@ -432,7 +432,7 @@ fig = viz.roofline_figure(h100, predicted)
 fig.for_each_trace(lambda t: t.update(name=t.name.replace(viz.tr("(measured)"), viz.tr("(Llama-7B, predicted)"))))
 fig
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where prefill crosses the ridge", "zh": "预填充在哪里越过脊点"}}
 # On an H100 a prefill is compute-bound only from a few hundred tokens on. Decode at batch 1 is far below,
 # for both models, and even batch 64 does not reach the ridge.
 #
@@ -442,7 +442,7 @@ fig
 # "prefill is compute-bound", as the course notes say, holds from the prompt length where the intensity reaches the
 # ridge. On the spec-sheet H100, in bfloat16, with `teachllm.cost`:
 
-# %%
+# %% slide={"title": {"en": "The crossing, computed", "zh": "算出越过点"}, "code": [[10, 14]]}
 def crossing(cfg, roof, dtype):
     """The shortest prompt whose prefill reaches `roof`'s ridge (its intensity grows with the length)."""
     return next(n for n in range(1, 100_000) if cost.prefill_cost(cfg, n, dtype=dtype).intensity >= roof.ridge)
@@ -458,7 +458,7 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
           f"({cost.prefill_cost(cfg, n_star - 1, dtype='bf16').intensity:.1f} FLOP/byte at {n_star - 1}, "
           f"{cost.prefill_cost(cfg, n_star, dtype='bf16').intensity:.1f} at {n_star})")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "And on this CPU", "zh": "在这台 CPU 上"}}
 # And on this CPU, with the ridge measured above (float32, the dtype the model runs in here; it moves with
 # the measurement):
 
@@ -467,7 +467,7 @@ print(f"this CPU's ridge: {device.ridge:.1f} FLOP/byte ({device.dtype})")
 for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
     print(f"{name:<14} prefill is compute-bound here from {crossing(cfg, device, lm.dtype)} tokens on")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two more caveats", "zh": "另外两点说明", "at": "The course notes"}}
 # On this CPU a short prompt is enough (a few dozen tokens or fewer: the cell above says how many); on an H100
 # this model needs 356 tokens and Llama-7B 305. Below that, even prefill waits on memory: a
 # 300-token prefill of this model on an H100 is memory-bound, which is what the table of section 10.9 shows. The
@@ -482,13 +482,13 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # about 0.09 ms of memory traffic, but it launches hundreds of kernels, each costing a few microseconds. Tiny
 # models on big GPUs are limited by launch overhead, not by the roof.
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The comparison table"]}
 # ## 10.9 Prefill against decode, with numbers *(optional)*
 #
 # The comparison table of *LLM Generation Process* (§6.1), filled in for this model: a prefill of N = 300 tokens
 # against the decode step that follows it (T = 301 keys). First the rows that follow from counting:
 
-# %%
+# %% slide={"code": false}
 N = 300
 pre, dec = cost.prefill_cost(config, N, dtype=lm.dtype), cost.decode_cost(config, N + 1, dtype=lm.dtype)
 pre_f, dec_f = cost.prefill_flops(config, N), cost.decode_flops(config, N + 1)
@@ -513,10 +513,10 @@ print(f"{'':<36}{'prefill':<38}{'decode'}")
 for name, p, q in table:
     print(f"{name:<36}{p:<38}{q}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The rows that need a clock", "zh": "需要计时的几行"}}
 # And the rows that need a clock, from the measurements of 10.8 (this machine, this run):
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": false}
 p_pre = next(p for p in points if p.phase == "prefill" and p.length == N)
 p_dec = next(p for p in points if p.phase == "decode" and p.batch_size == 1)
 print(f"{'':<36}{'prefill':>12}{'decode':>12}")
@@ -531,7 +531,7 @@ for name, p in (("prefill", p_pre), ("decode", p_dec)):
     print(f"bottleneck of {name} here: {device.bound(p.intensity)} "
           f"({p.intensity:.1f} FLOP/byte, ridge {device.ridge:.1f})")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the clock says", "zh": "计时说明什么"}}
 # Prefill's share of the peak is many times decode's: decode spends its time reading weights. That is what
 # the table of *LLM Generation Process* says. The exact percentages are this machine's, and on a shared
 # CPU they move from run to run. Prefill's share stays at or below 100%: the peak is the fastest of the
@@ -540,7 +540,7 @@ for name, p in (("prefill", p_pre), ("decode", p_dec)):
 # The "bottleneck on an H100" row says memory-bound for this 300-token prefill: it is below the 356-token
 # crossing of 10.8. Against the utilisation ranges of the course notes (10.8), this run's shares of the peak:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "The course notes' utilisation ranges, checked", "zh": "核对课程资料给出的利用率区间"}, "code": false}
 quoted_ranges = [("LLM Generation Process", "prefill", 0.50, 0.80), ("LLM Generation Process", "decode", 0.10, 0.30),
                  ("interview answer, table", "prefill", 0.80, 0.95), ("interview answer, table", "decode", 0.10, 0.30),
                  ("interview answer, text", "decode", 0.0, 0.20)]
@@ -577,7 +577,7 @@ print(len(tok.encode(long_prompt)), "prompt tokens")
 timeline_view = viz.PhaseTimeline(lm, long_prompt, tl.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True),
                                   device=device)
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "Prefill busy, decode idle", "zh": "预填充忙碌，解码空闲"}, "code": false}
 segments = timeline_view.measure()  # generate once and time each step
 for phase in ("prefill", "decode"):
     seg = [x for x in segments if x.phase == phase]
@@ -585,7 +585,7 @@ for phase in ("prefill", "decode"):
           f"mean utilisation {sum(x.utilisation for x in seg) / len(seg):6.1%} of peak FLOP/s")
 viz.timeline_figure(segments)
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "The timeline widget", "zh": "时间线控件"}}
 timeline_view  # the widget: "generate and time" measures again
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -595,7 +595,7 @@ timeline_view  # the widget: "generate and time" measures again
 # sketch, which names no model; a 7B model in float16 is about that size) to produce one token, and that a batch
 # of 32 reads them once for 32 tokens: 32 times the work for the same bytes. Counted for this model at 301 keys:
 
-# %%
+# %% slide={"code": false}
 print(f"decode step at T = {N + 1} keys")
 print(f"{'batch':>5}{'GFLOP':>9}{'weights MB':>12}{'KV read MB':>12}{'FLOP/byte':>11}")
 for batch in (1, 4, 16, 32):
@@ -603,12 +603,12 @@ for batch in (1, 4, 16, 32):
     print(f"{batch:>5}{c.flops / 1e9:>9.2f}{c.weight_bytes / 1e6:>12.1f}{c.kv_read_bytes / 1e6:>12.1f}"
           f"{c.intensity:>11.2f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Llama-7B on an H100: the cache catches up", "zh": "H100 上的 Llama-7B：缓存追上来"}}
 # The weights are read once whatever the batch. But each sequence reads its own KV cache, so "once for 32
 # tokens" holds only while the cache is small next to the weights. For the course notes' own example, a 7B
 # model (Llama-7B) in bfloat16, here on an H100 at 1,000 tokens of context, the roofline predicts:
 
-# %%
+# %% slide={"code": false}
 print(f"{'batch':>5}{'weights GB':>12}{'KV read GB':>12}{'FLOP/byte':>11}{'decode tokens/s':>17}{'× batch 1':>11}")
 base = None
 for batch in (1, 8, 32, 128):
@@ -618,7 +618,7 @@ for batch in (1, 8, 32, 128):
     print(f"{batch:>5}{c.weight_bytes / 1e9:>12.1f}{c.kv_read_bytes / 1e9:>12.1f}{c.intensity:>11.1f}"
           f"{tokens_per_s:>17.0f}{tokens_per_s / base:>11.1f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What batching buys, predicted and measured", "zh": "批处理的收益：预测与实测"}, "say": ["Now measured on"]}
 # At batch 32 the KV cache (16.8 GB) outweighs the weights, and throughput grows about 15 times, not 32.
 # Llama-2-7B has no grouped-query attention: every one of its 32 heads stores its own K and V. This is why
 # later models share KV heads, and why chapter 12 manages the cache in pages.
@@ -627,7 +627,7 @@ for batch in (1, 8, 32, 128):
 # sequences, times 4 greedy decode steps, and puts the roofline's prediction (from the roof measured in
 # 10.8) beside each:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": [[3, 4]]}
 from teachllm.bench import Settings, batch_throughput  # noqa: E402
 
 rows = batch_throughput(lm, tok.encode("The capital of France is"),
@@ -637,7 +637,7 @@ for r in rows:
     print(f"{r['batch_size']:>5}{r['tokens_per_s']:>16.1f}{r['ratio_to_batch_1']:>11.2f}"
           f"{r['predicted_tokens_per_s']:>10.1f}{r['predicted_ratio']:>11.2f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why not 16 times", "zh": "为何不到 16 倍"}}
 # Batch 16 gives many times the tokens per second of batch 1, though not 16 times as many. The roofline's own
 # prediction (the last column) falls short too, and why depends on this machine's ridge (10.8). A step of the
 # larger batch does one token's FLOPs for every sequence while reading the weights once, so its intensity is many
@@ -666,7 +666,7 @@ for r in rows:
 #
 # The roofline gives a lower bound for each. Compared with the measured timeline of section 10.10:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "Measured against the bounds", "zh": "实测与下界对比"}, "code": false}
 n_prompt = segments[0].tokens
 pre_cost = cost.prefill_cost(config, n_prompt, dtype=lm.dtype)
 dec_cost = cost.decode_cost(config, segments[-1].tokens, dtype=lm.dtype)
@@ -689,7 +689,7 @@ ttft_7b, tpot_7b = (c.flops / h100.attainable(c.intensity) for c in (pre_7b, dec
 print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token prompt, "
       f"TPOT ≥ {tpot_7b * 1e3:.2f} ms, decode rate ≤ {1 / tpot_7b:.0f} tokens per second")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What engines do about it", "zh": "引擎如何应对"}}
 # Real engines reach a good part of that. The course notes sort their optimisations by phase. The table in
 # *LLM Inference Flow* §5.3 has three rows:
 # - prefill, bound by compute: operator fusion, FlashAttention;
@@ -698,7 +698,7 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 #
 # The interview answer (§7) has two lists only, prefill and decode, and puts speculative decoding under decode.
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["These kernels are"]}
 # ## 10.13 Fewer bytes per weight: the model as it ships *(optional)*
 #
 # Decode at batch 1 reads every weight once per token, so its speed is set by the bytes, and the bytes by
@@ -716,7 +716,7 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 # models on the CPU too, whatever device the rest of the chapter uses (on a GPU machine, a float32 copy is
 # loaded for it):
 
-# %%
+# %% slide={"title": {"en": "The 4-bit model, inside", "zh": "4 位模型的内部"}, "code": [1, [6, 9]], "output": [[2, 8]]}
 qlm = tl.load(weights="gguf", kernel="int4", device="cpu", dtype="float32")  # the file's own 4 and 8 bits
 on_cpu = lm.device.type == "cpu" and lm.dtype == torch.float32
 lm32 = lm if on_cpu else tl.load(device="cpu", dtype="float32")  # the float32 reference, beside the 4-bit model
@@ -732,7 +732,7 @@ print(qlm.model.lm_head)
 print(f"bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {(32 * 4 + 2 * 16) / 32}, "
       f"Q8_0 (32 × 8 bits + one float16) / 32 = {(32 * 8 + 16) / 32}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Q4_1, and the bytes a step reads", "zh": "Q4_1 与每步读取的字节"}}
 # The kernel computes $w = (q - 8)s + z$ per group, which is Q4_1 with $s = d$ and $z = m + 8d$. The Q8_0 head has
 # no matching CPU kernel (PyTorch's int8 one takes one scale per row, not per 32 weights), so it is written as two
 # 4-bit digits, $q + 128 = 16 \cdot \mathit{hi} + \mathit{lo}$, and goes through the 4-bit kernel twice, reading as
@@ -743,7 +743,7 @@ print(f"bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {(32 * 4 + 2 *
 # in the model's activation dtype). int8 here means Q8_0 blocks for every matrix; no int8 model is built
 # in this chapter, so it gets a prediction only:
 
-# %%
+# %% slide={"code": false}
 T = 96
 kv32, kv16 = cost.decode_cost(config, T, dtype="float32"), cost.decode_cost(config, T, dtype="bf16")
 kv_only = {"float32": kv32.bytes - kv32.weight_bytes, "bfloat16": kv16.bytes - kv16.weight_bytes}
@@ -756,7 +756,7 @@ step_bytes = {
 for name, b in step_bytes.items():
     print(f"{name:<20}{b / 1e6:8.1f} MB per step   {step_bytes['float32'] / b:4.1f}× fewer than float32")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline's decode rate, per precision", "zh": "各精度下屋顶线给出的解码速率"}}
 # A memory-bound step takes at least $\text{bytes} / \text{bandwidth}$, so the roofline (with the CPU's bandwidth,
 # measured in 10.8 when the chapter runs on the CPU) predicts a decode rate (tokens per second, $1 / \text{TPOT}$) of
 # $\text{bandwidth} / \text{bytes per step}$. Now the measurement:
@@ -765,7 +765,7 @@ for name, b in step_bytes.items():
 # one thread: each of the 4-bit kernel's calls is tiny, and on a busy machine threads that wait for each other
 # cost more than they gain:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": false}
 from teachllm.bench import QUALITY_PROMPTS, greedy_speeds, quality, teachllm_greedy  # noqa: E402
 
 lm16 = tl.load(device="cpu", dtype="bfloat16")
@@ -790,10 +790,10 @@ for name, b in step_bytes.items():
     else:
         print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>21.1f}{'—':>10}")
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "Where each precision lands", "zh": "各精度落在哪里"}, "code": false}
 viz.figures.precision_roofline_figure(cpu, rows)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the figure shows", "zh": "图中可见什么"}, {"en": "What it costs in quality", "zh": "质量上的代价", "at": "What it costs"}], "say": ["**Prefill and decode"]}
 # Open circles are where the roof puts each precision, dots where it landed. All of them sit far left of
 # the ridge: fewer bytes per weight move a step along the sloped, memory-bound part of the roof, and the
 # 4-bit model is several times faster than float32 here (the table gives this run's factor). bfloat16 halves
@@ -808,7 +808,7 @@ viz.figures.precision_roofline_figure(cpu, rows)
 # divergence over 20 prompts, and the perplexity of an English and a Chinese paragraph (`teachllm.bench.quality`;
 # a few seconds):
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": false}
 print(f"{'':<20}{'max |Δlogit|':>13}{'mean KL':>10}{'ppl English':>13}{'ppl Chinese':>13}")
 losses = {}
 for name in ("bfloat16", "4-bit (this file)"):
@@ -822,7 +822,7 @@ for lang in ("english", "chinese"):
     assert abs(four[f"ppl_{lang}"] / four[f"ppl_{lang}_float32"] - 1) < 0.02  # perplexity within 2%
 assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL are taken over
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where the difference comes from", "zh": "差异从何而来"}}
 # The 4-bit integers are exactly the file's (every `dequantize()` equals the float32 weight), so the whole
 # difference is bfloat16 rounding inside the kernel: it takes bfloat16 activations, keeps the per-block
 # scale and zero in bfloat16, and returns bfloat16. That moves a logit by less than 1.5 and the perplexity
@@ -834,7 +834,7 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
 # costs a second pass without removing the output's rounding. Those numbers are in the README.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Wide vectors against narrow ones", "zh": "宽向量与窄向量", "at": "With wide vectors"}}
 # ### Which kernel is fastest depends on the CPU
 #
 # The 4-bit kernel is one way to multiply by these weights. A layer could also keep a float16 or a bfloat16 copy
@@ -859,7 +859,7 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # CPU and instruction set, then one row per group with the milliseconds its matrices took in a step on each
 # kernel. A laptop may choose differently; run the cell there.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "What kernel=\"auto\" chose here", "zh": "kernel=\"auto\" 在这里选了什么"}}
 auto = tl.load(weights="gguf", device="cpu", dtype="float32")  # kernel="auto": measured once here, then cached
 print(auto.describe())
 
@@ -880,7 +880,7 @@ print(auto.describe())
 # arithmetic with vectors twice as wide: one vector holds a block of two outputs. Both read the file's float16
 # scales as they are. Here is the AVX2 kernel's inner step, the dot product of one block:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "The AVX2 kernel's inner loop", "zh": "AVX2 内核的内层循环"}, "code": [[3, 5]]}
 from teachllm.fastpath import kernels, native  # noqa: E402
 
 source = native.SOURCE.read_text()
@@ -912,7 +912,7 @@ else:
 # sums in float32. `prefill` and `decode_step` take it when nothing is traced; `step_through` and a
 # `Trace` take the plain loop, which they need. Here is the plain layer, then the fast loop:
 
-# %%
+# %% slide={"title": {"en": "The plain layer, and the fast path", "zh": "普通层与快速路径"}, "code": false, "output": [[1, 10], [12, 13]]}
 import inspect  # noqa: E402
 
 from teachllm.fastpath import fused  # noqa: E402
@@ -921,7 +921,7 @@ from teachllm.model import DecoderLayer  # noqa: E402
 print(inspect.getsource(DecoderLayer.forward))
 print(inspect.getsource(fused.FastPath.__call__))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The same logits", "zh": "相同的 logits"}}
 # Both give the same logits, to float rounding:
 
 # %%
@@ -930,11 +930,11 @@ on_fast = qlm.prefill(prompt_ids, qlm.new_cache(max_len=len(prompt_ids)))  # [1,
 on_plain = qlm.model(torch.tensor([prompt_ids]), qlm.new_cache(max_len=len(prompt_ids)))[:, -1]  # model.py's loop
 print("the same logits within 1e-4:", float((on_fast - on_plain).abs().max()) < 1e-4)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "And the time", "zh": "再看时间"}}
 # And the time: a step on each path, the milliseconds the quantised matrices take of it (each called once,
 # `kernels.matmul_ms`), and the share outside them (32 tokens each, taking turns, one thread):
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": [[10, 12]]}
 from teachllm.lm import LanguageModel  # noqa: E402
 
 plain = LanguageModel(auto.model, auto.tokenizer, name="plain loop")  # the same weights; its `fast` is None
@@ -955,7 +955,7 @@ for name, row in speeds.items():
 # products; `python -m teachllm.bench --weights-only` prints llama.cpp's speed on this file beside teachllm's
 # when it is installed.
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - A matmul $(m \times k) \cdot (k \times n)$ costs $2mkn$ FLOPs. The lecture's layer costs $24bsh^2 + 4bs^2h$.
 #   The Llama-7B estimate of *LLM Inference Flow* (4.56 TFLOPs for 1,000 tokens) leaves out the projections,

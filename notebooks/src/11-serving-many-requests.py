@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "The engine is"]}
 # # Chapter 11 · Serving many requests
 #
 # **What you will see.** Until now one prompt had the model to itself. A server has many users at once,
@@ -18,7 +18,7 @@
 # The engine is `teachllm.serving` (one file per concept: `config.py`, `request.py`, `scheduler.py`,
 # `block_manager.py`, `engine.py`). Its KV cache is *paged*; chapter 12 opens that part.
 
-# %%
+# %% slide={"code": false}
 import torch
 
 import teachllm as tl
@@ -45,7 +45,7 @@ tok = lm.tokenizer
 # The notes do not say whose weights these are; a 7-billion-parameter model in float16 is about that size.
 # `tl.cost` gives the numbers for Llama-2-7B and for our model:
 
-# %%
+# %% slide={"code": [[3, 4]]}
 llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
                            n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
 print(f"Llama-2-7B: {llama2_7b.n_params / 1e9:.2f} B parameters, "
@@ -53,11 +53,11 @@ print(f"Llama-2-7B: {llama2_7b.n_params / 1e9:.2f} B parameters, "
 print(f"SmolLM2-135M: {lm.config.n_params / 1e6:.1f} M parameters, "
       f"{tl.cost.weight_bytes(lm) / 1e6:.0f} MB of weights in {str(lm.dtype).removeprefix('torch.')} (what runs here)")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step, growing batches", "zh": "批次变大时的一个解码步"}, "say": true}
 # One decode step at a context of 33 tokens, for growing batches (`tl.cost.decode_cost`: FLOPs of the matrix
 # products; bytes = weights read once + the K and V each sequence reads from its cache):
 
-# %%
+# %% slide={"code": [[1, 4]]}
 print(viz.tr("batch   GFLOP  MB moved  FLOP/byte  MB of weights per token"))
 for b in (1, 2, 4, 8, 16, 32):
     c = tl.cost.decode_cost(lm, context_len=33, batch_size=b)  # lm: bytes in the model's own dtype
@@ -65,7 +65,7 @@ for b in (1, 2, 4, 8, 16, 32):
 flops_per_weight = tl.cost.decode_flops(lm, context_len=33).total / lm.config.n_params
 print(f"batch 1: {flops_per_weight:.2f} FLOPs per weight")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Measured: decode rate by batch", "zh": "实测：不同批次的解码速率"}, "say": true}
 # The work grows 32-fold from batch 1 to batch 32, the memory traffic barely moves, so the arithmetic
 # intensity grows almost 32-fold too. While decode is memory-bound (chapter 10), a step takes about as
 # long as reading the weights, so a batch of $b$ should give nearly $b$ times the tokens per second.
@@ -84,7 +84,7 @@ print(viz.tr("batch  ms per step  decode rate  × batch 1"))
 for r in rows:
     print(f"{r['batch']:>5} {r['ms_per_step']:>12.1f} {r['tokens_per_s']:>12.1f} {r['tokens_per_s'] / one:>10.1f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three things to look for", "zh": "表中要看的三点"}, "say": ["Three things to", "(This notebook runs"]}
 # Three things to look for in the table.
 #
 # - **From batch 2 to batch 8 a step costs about the same.** That is the memory-bound regime: the weights
@@ -103,7 +103,7 @@ for r in rows:
 # (This notebook runs on one thread, `torch.set_num_threads(1)`, so a busy machine disturbs it less. With
 # more threads every step is faster, but small matrices gain little from them.)
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "The LM head: GEMV against GEMM", "zh": "LM 头：GEMV 与 GEMM"}, "code": [[3, 7]]}
 head = lm.model.lm_head.weight  # [V, h], as nn.Linear stores it
 assert tuple(head.shape) == (49152, 576)
 for n_rows in (1, 2, 8):
@@ -131,7 +131,7 @@ for n_rows in (1, 2, 8):
 # With greedy decoding every request must get exactly the tokens `lm.generate` gives it alone — batching
 # changes *when* a token is computed, not *which*:
 
-# %%
+# %% slide={"title": {"en": "Three requests, one engine", "zh": "一个引擎，三个请求"}, "code": [[4, 9]], "output": [[1, 3], [6, 10]]}
 questions = ["What is the capital of France?", "What colour is the sky?", "What is 2 + 2?"]
 chats = [tok.apply_chat_template([{"role": "user", "content": q}]) for q in questions]
 greedy = tl.SamplingParams(temperature=0, max_tokens=12)
@@ -145,7 +145,7 @@ print("\n" + viz.tr("{n} iterations, {calls} forward calls; the first two:", n=r
 for record in run.timeline[:2]:
     print(describe_iteration(record))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The example of §6.2, run", "zh": "运行 §6.2 的例子", "at": "First the example"}, "say": ["Iteration 0 prefilled"]}
 # Iteration 0 prefilled the three prompts in one call (each got its first token); iteration 1 decoded one
 # token for each of them in one call. A request that stops at `<|im_end|>` leaves in the iteration that
 # sampled it.
@@ -169,7 +169,7 @@ for record in run.timeline[:2]:
 # Only iteration counts matter here, not what the model says, so a tiny model with random weights runs it
 # in a few seconds (the engine does not care which model it drives):
 
-# %%
+# %% slide={"code": [[7, 9]]}
 from teachllm.lm import LanguageModel  # noqa: E402
 from teachllm.model import Transformer  # noqa: E402
 
@@ -187,7 +187,7 @@ for policy in ("static", "continuous"):
     print(viz.tr("{policy}: {n} iterations; each request runs from iteration to iteration: {spans}",
                  policy=viz.pad(viz.tr(policy), 10), n=run.iterations, spans=spans))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What static batching wastes", "zh": "静态批处理浪费了什么"}, {"en": "Twelve requests on the real model", "zh": "真实模型上的十二个请求", "at": "Now a workload"}]}
 # Under static batching B is done after 50 iterations and A after 100, but their slots stay empty until C
 # finishes at iteration 199: only then does D start, and the whole run takes 250 iterations. Under
 # continuous batching D takes B's slot the iteration after B leaves (iteration 50) and is done long before
@@ -198,7 +198,7 @@ for policy in ("static", "continuous"):
 # `ignore_eos` so each output has a known length. Requests 0, 4 and 8 want 16 tokens, the others between 2 and 6, so every static batch of
 # four holds one long request:
 
-# %%
+# %% slide={"code": [[5, 7]]}
 workload = mixed_workload(lm, n_requests=12, max_num_seqs=4, long_tokens=16, short_tokens=(2, 6))
 print("prompt tokens:", workload.describe()["prompt_tokens"])
 print("output tokens:", workload.describe()["output_tokens"])
@@ -217,28 +217,28 @@ if parted == 0:
 else:
     print(viz.tr("{n} requests part between the policies, each at a near-tie", n=parted))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Static batching's timeline", "zh": "静态批处理的时间线"}}
 # The timeline of each run: one row per request, one column per iteration. Grey: the request is waiting;
 # blue: prefill; orange: decode; a black bar: it finished. Below, the tokens each iteration computed.
 
-# %%
+# %% slide={"code": false}
 labels = {i: viz.tr("request {i} (long)" if i in workload.long_ids else "request {i} (short)", i=i) for i in range(12)}
 iteration_timeline_figure(runs["static"], labels=labels)
 
-# %%
+# %% slide={"title": {"en": "Continuous batching's timeline", "zh": "连续批处理的时间线"}, "code": false}
 iteration_timeline_figure(runs["continuous"], labels=labels)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the two timelines show", "zh": "两条时间线说明什么"}}
 # Under static batching, requests 4–7 wait until request 0's sixteenth token, although three of the four rows
 # were empty from iteration 6 on; requests 8–11 wait through two such batches. Under continuous
 # batching a finished request's place is taken in the very next iteration, so the three long requests end up
 # running side by side. Step through the continuous run one iteration at a time (the *iteration* slider, or
 # the *previous*, *next* and *last* buttons; the text says what the scheduler chose):
 
-# %%
+# %% slide={"title": {"en": "Step through the iterations", "zh": "逐次查看迭代"}}
 IterationTimeline(runs["continuous"], labels=labels)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "§6.2's sequence, found in the run", "zh": "在运行里找到 §6.2 的顺序"}}
 # The sequence of *LLM Inference Flow* §6.2 — "iteration 2: request A done; iteration 3: request D new" — is
 # in the timeline. The first iteration in which a request joins while others keep decoding:
 
@@ -248,11 +248,11 @@ before = runs["continuous"].timeline[joined.index - 1]
 print(describe_iteration(before))
 print(describe_iteration(joined))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What each request waited", "zh": "每个请求等了多久"}, "say": true}
 # What each request waited, counted in iterations (from the iteration it arrived in to the one that gave its
 # first token — TTFT — or its last token — latency). Iterations do not depend on the machine's speed:
 
-# %%
+# %% slide={"code": [[2, 3]]}
 print(viz.tr("            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency"))
 for policy, run in runs.items():
     short, long = run.summary(workload.short_ids), run.summary(workload.long_ids)
@@ -266,7 +266,7 @@ for policy, run in runs.items():
 # others decode runs two calls), but far fewer in total. The same comparison on the clock (this machine, this
 # run; your numbers will differ; tokens/s is every output token ÷ the run's total time):
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "In seconds", "zh": "换算成秒"}, "code": [[9, 11]]}
 s, c = runs["static"], runs["continuous"]
 rows = [("total time (s)", s.total_s, c.total_s),
         ("tokens/s (all requests)", s.summary()["throughput_tok_s"], c.summary()["throughput_tok_s"]),
@@ -296,7 +296,7 @@ for name, a, b in rows:
 # Three short requests decode; after two iterations a 192-token prompt arrives. Once without chunking, once
 # with a budget of 32 tokens per iteration:
 
-# %%
+# %% slide={"title": {"en": "Whole prompt against chunked", "zh": "整段预填充与分块预填充"}, "code": [[16, 18]]}
 long_prompt = (tok.encode(LONG_TEXT) * 4)[:192]
 
 
@@ -321,19 +321,19 @@ for name, run in chunk_runs.items():
     print(f"{name:<20}{run.iterations:>11}{max(r.num_tokens for r in run.timeline):>30}"
           f"{long.first_iteration - long.arrival_iteration + 1:>32}")
 
-# %%
+# %% slide={"title": {"en": "Without chunking", "zh": "不分块"}, "code": false}
 whole = chunk_runs["whole prompt"]
 most = max(r.num_tokens for r in whole.timeline)
 iteration_timeline_figure(whole, title=viz.tr("without chunking: one iteration computes {most} tokens", most=most))
 
-# %%
+# %% slide={"title": {"en": "Chunked, budget 32", "zh": "分块，预算 32"}, "code": false}
 chunked = chunk_runs["chunked, budget 32"]
 long_id = chunked.requests[-1].request_id
 n_chunks = sum(rid == long_id for r in chunked.timeline for rid, _, _ in r.prefill)
 iteration_timeline_figure(chunked, title=viz.tr("chunked prefill, budget 32: the long prompt is prefilled in {n} chunks",
                                                 n=n_chunks))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The decoders' longest gap", "zh": "解码请求的最长间隔"}}
 # Without chunking, iteration 2 computes 192 prompt tokens and 3 decode tokens; the decoders get their token
 # only when the whole prefill is done. With chunks, no iteration computes more than 32 tokens (the dashed
 # line). The price is the long prompt's own TTFT: 7 iterations instead of 1. The decoders' longest wait
@@ -345,7 +345,7 @@ for name, run in chunk_runs.items():
     print(f"{name:<20} decoders' longest gap between two tokens: {max(gaps) * 1e3:6.0f} ms, "
           f"long prompt's TTFT: {run.requests[-1].ttft_s * 1e3:6.0f} ms")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - A decode step reads every weight once whatever the batch, so batching decode multiplies tokens per second
 #   (*LLM Generation Process* §6.3: the weights read once, `# 14GB(只读一次)`, for 32 times the computation);

@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**", "The code is `teachllm/serving/block_manager.py`"]}
 # # Chapter 12 · The paged KV cache
 #
 # **What you will see.** The KV cache of chapter 4 is one contiguous tensor per request, reserved up front
@@ -18,7 +18,7 @@
 #
 # The code is `teachllm/serving/block_manager.py` (who owns which block) and `paged_cache.py` (the tensors).
 
-# %%
+# %% slide={"code": [25, 26]}
 import math
 
 import torch
@@ -58,7 +58,7 @@ print(f"K and V of one token: {per_token:,} bytes ({per_token / 1024:.0f} KiB)")
 # both schemes (no model needed: this is bookkeeping). A request here is its tokens so far, with `max_tokens`
 # set so that its maximum length is the example's:
 
-# %%
+# %% slide={"title": {"en": "The example of §7.2, allocated", "zh": "§7.2 的例子，实际分配"}, "code": [[1, 9]]}
 maximum, so_far = [1000, 500, 800], [350, 150, 400]
 manager = BlockManager(num_blocks=256, block_size=16, enable_prefix_caching=False)
 requests = []
@@ -75,27 +75,27 @@ print(f"paged, 16-token blocks:    {usage.slots_allocated:>5} slots "
       f"= {usage.slots_allocated * per_token / 2**20:6.1f} MiB, wasted {usage.fragmentation:.1%} "
       f"({usage.blocks_used} blocks: {[len(r.block_table) for r in requests]})")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three fifths wasted, and for Llama-2-7B", "zh": "浪费五分之三；换成 Llama-2-7B"}}
 # The contiguous reservation wastes $1 - 900 / 2300$ of its slots, three fifths, and they stay reserved while
 # the requests run.
 # With blocks, only the last block of each request can be partly empty: under 16 slots per request. For
 # Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the example's 2300 reserved slots are 1.1 GiB for
 # 900 tokens:
 
-# %%
+# %% slide={"code": [[3, 5]]}
 llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
                            n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
 for name, slots in (("contiguous", usage.contiguous_slots), ("paged", usage.slots_allocated)):
     print(f"Llama-2-7B, {name:<10}: {tl.cost.kv_cache_bytes(llama2_7b, slots, dtype='float16') / 2**30:.2f} GiB")
 print(f"Llama-2-7B, one token: {tl.cost.kv_cache_bytes(llama2_7b, 1, dtype='float16') / 2**20:.2f} MiB")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Reservations cut free memory into holes", "zh": "预留把空闲内存切成碎块"}}
 # Reservations also cut the free memory into pieces (§7.2 names "severe memory fragmentation" among the
 # problems of contiguous caches). Put the three
 # reservations one after another in a pool of 2600 slots, then let the 500-slot request finish, and ask
 # for room for a new request that may need 700 tokens:
 
-# %%
+# %% slide={"code": [[7, 9], 14]}
 pool = 2600
 reserved = {"request 1": 1000, "request 2": 500, "request 3": 800}  # the reservations of §7.2, in this order
 start, placed = 0, {}
@@ -113,7 +113,7 @@ free_blocks, blocks_needed = free // 16, math.ceil(need / 16)
 print(viz.tr("paged, 16-slot blocks: {free} free blocks, at most {needed} needed: fits: {fits}",
              free=free_blocks, needed=blocks_needed, fits=free_blocks >= blocks_needed))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["800 slots are", "(vLLM calls this", "A small pool"]}
 # 800 slots are free, but in two holes of 300 and 500, so a contiguous reservation of 700 fits in neither,
 # although there is room for it. With blocks any free block will do, wherever it is: such a request takes
 # its blocks one at a time as it grows, at most $\lceil 700 / 16 \rceil = 44$ of them, and the 50 free blocks
@@ -133,7 +133,7 @@ print(viz.tr("paged, 16-slot blocks: {free} free blocks, at most {needed} needed
 # A small pool of 8 blocks of 4 tokens. Request 0 (5 tokens) and request 1 (9 tokens) take blocks; request 0
 # finishes and frees its blocks; request 2 (10 tokens) arrives and gets the freed blocks first:
 
-# %%
+# %% slide={"title": {"en": "A pool of 8 blocks of 4 tokens", "zh": "8 个块、每块 4 个 token 的池"}, "code": [[5, 12]]}
 pool = PagedKVCache(lm.config, num_blocks=8, block_size=4, dtype=lm.dtype, device=lm.device)  # beside the model
 manager = BlockManager(num_blocks=8, block_size=4, enable_prefix_caching=False)
 texts = ["The sky is blue.", "The three primary colours are red, yellow and",
@@ -147,12 +147,12 @@ manager.free(a)  # request 0 finishes
 manager.allocate(c, c.num_tokens)
 print(f"request 0 finished; request 2: {c.num_tokens} tokens → blocks {c.block_table} (not contiguous)")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Request 2's slots", "zh": "请求 2 的槽位"}, "say": true}
 # Now run request 2's prompt through the model with the pool as its cache (`pool.view` is what the engine
 # passes to the decoder for one forward call), and the same prompt with a contiguous cache. Every key must
 # land at the slot the formula says:
 
-# %%
+# %% slide={"code": [[7, 8], [10, 12]], "output": [[1, 5], [9, 11]]}
 ids = c.prompt_ids
 with torch.no_grad():
     lm.model(torch.tensor([ids], device=lm.device), pool.view([c.block_table], num_computed=[0], num_new=[len(ids)]))
@@ -172,7 +172,7 @@ for layer in range(lm.config.n_layers):
     torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=tol.values, rtol=0)
 print(viz.tr("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["To attend, the"]}
 # To attend, the decoder needs a request's keys in order. `PagedBatch.write` gathers them through the slot
 # mapping into a dense tensor; vLLM's PagedAttention kernel instead reads the blocks where they lie, without
 # the copy. The arithmetic is the same.
@@ -184,7 +184,7 @@ print(viz.tr("every layer: the key and value of position p are at slot(p), equal
 # (`<|im_start|>system …<|im_start|>user`), 24 identical tokens. The pool has 28 blocks (112 slots). Request 0
 # arrives first; the other four come one iteration later:
 
-# %%
+# %% slide={"title": {"en": "Five chat requests on 4-token blocks", "zh": "五个对话请求，每块 4 个 token"}, "code": [[11, 15]], "output": [1, [3, 7]]}
 questions = ["What is the capital of France?", "What is 2 + 2?", "Is the sun a star?",
              "What is the capital of Italy?", "What do bees make?"]
 chats = [tok.encode(tok.apply_chat_template([{"role": "user", "content": q}])) for q in questions]
@@ -206,16 +206,16 @@ for out, stats in zip(run.outputs, run.requests, strict=True):
                  output=stats.output_len, reason=out.finish_reason, first=stats.arrival_iteration,
                  last=stats.finish_iteration, cached=stats.num_cached_tokens))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "After iteration 1", "zh": "第 1 次迭代之后"}}
 # After iteration 1 three requests run. Requests 1 and 2 found request 0's first six blocks (24 tokens) in the
 # cache: their block tables start with the **same physical blocks** (green, reference count 3), and they
 # computed only the rest of their prompts. Each block table holds just the blocks its tokens need; the last
 # block of each is partly filled.
 
-# %%
+# %% slide={"code": false}
 block_table_figure(run.timeline[1].block_tables, title=viz.tr("after iteration {i}", i=1), columns=14)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Step through the run", "zh": "逐步查看这次运行"}, "say": true}
 # Step through the run: request 2's table grows by one block every four tokens. When request 0 finishes,
 # the blocks only it held go back to the pool's free queue (grey); the shared prefix blocks stay, since
 # others still hold them. Freed blocks keep their K and V, and are handed out again only after the
@@ -225,10 +225,10 @@ block_table_figure(run.timeline[1].block_tables, title=viz.tr("after iteration {
 # %%
 BlockTableView(run, start=1, columns=14)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The same story in numbers", "zh": "同一过程的数字"}}
 # The same story in numbers, read from the recorded block tables:
 
-# %%
+# %% slide={"code": false}
 tables = {r.index: r.block_tables for r in run.timeline}
 growth = [(i, len(t["tables"][2])) for i, t in tables.items() if 2 in t["tables"]]
 changes = [(i, n) for k, (i, n) in enumerate(growth) if k == 0 or n != growth[k - 1][1]]
@@ -246,7 +246,7 @@ joined = run.requests[3].first_iteration
 print(viz.tr("request 3 (joined in iteration {joined}): table {table}, {n} prompt tokens found in the cache",
              joined=joined, table=tables[joined]["tables"][3], n=run.requests[3].num_cached_tokens))
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After every iteration"]}
 # ## 12.4 Fragmentation: allocated against used
 #
 # After every iteration the engine recorded how many blocks were in use and what fraction of their slots held
@@ -255,11 +255,11 @@ print(viz.tr("request 3 (joined in iteration {joined}): table {table}, {n} promp
 # $1 - \text{tokens} / \text{reserved}$. Three lines per iteration: the slots that hold a token (a
 # shared slot counted once), the slots paging allocated, the slots contiguous caches would have reserved:
 
-# %%
+# %% slide={"code": false}
 usage = slot_usage(run)
 fragmentation_figure(usage)
 
-# %%
+# %% slide={"title": {"en": "Waste per iteration", "zh": "每次迭代的浪费"}, "code": false, "output": [[1, 4], [-3, -1]]}
 print(viz.tr("iteration running  used  paged contiguous"))
 for u in usage[::4]:
     print(f"{u.iteration:>9} {u.running:>7} {u.slots_used:>5} {u.slots_allocated:>6} {u.slots_reserved:>10}")
@@ -281,7 +281,7 @@ print(viz.tr("mean over {n} iterations: paged wastes {paged:.1%} of what it allo
 # 16-token prefix reading it from the cache, batched decode steps — and each prompt alone through the
 # contiguous cache, and compares every logit:
 
-# %%
+# %% slide={"title": {"en": "Three block sizes, the same logits", "zh": "三种块大小，同样的 logits"}, "code": [[8, 13]]}
 text = tok.encode(LONG_TEXT)
 prompts = [text[:16], text[:16] + text[40:45], text[:12], text[20:27]]  # the 2nd shares 16 tokens with the 1st
 reference = [contiguous_logits(lm, p, n_decode=3) for p in prompts]
@@ -296,7 +296,7 @@ for block_size in (1, 4, 16):
                  "tokens read from the cache: {cached}", size=block_size, bound=tol.text("logits"),
                  within=report.max_abs_error <= tol.logits, cached=report.cached_tokens))
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "The largest difference", "zh": "最大差异"}}
 # the largest difference itself depends on the order in which this CPU's kernels add, so nbval does not compare it
 for block_size, report in reports.items():
     print(f"block size {block_size:>2}: max |paged − contiguous| = {report.max_abs_error:.0e}")
@@ -316,7 +316,7 @@ for block_size, report in reports.items():
 # one more each time the last one is full (orange). Both store exactly the same tokens (blue, and the dotted
 # orange line on top of it):
 
-# %%
+# %% slide={"code": false}
 question = chats[1]
 params = tl.SamplingParams(temperature=0, max_tokens=64)
 contiguous_points = [data.cache_point(s.index, s.phase, s.cache) for s in tl.generation_steps(lm, [question], params)]
@@ -326,12 +326,12 @@ paged_points = paged_cache_points(engine, request_id=0)
 assert [p.length for p in paged_points] == [p.length for p in contiguous_points]
 figures.cache_growth_figure(contiguous_points, paged=paged_points)
 
-# %%
+# %% slide={"title": {"en": "The final count", "zh": "最终的数字"}}
 last_c, last_p = contiguous_points[-1], paged_points[-1]
 print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.bytes_allocated / 2**20:.2f} MiB, "
       f"paged {last_p.capacity} slots = {last_p.bytes_allocated / 2**20:.2f} MiB")
 
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
 # - A contiguous cache reserves `prompt + max_tokens` per request: on the 1000/500/800 example of *LLM Inference
 #   Flow*, 2300 slots for 900 tokens (61% wasted), and the free memory splits into holes.

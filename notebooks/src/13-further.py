@@ -1,4 +1,4 @@
-# %% [markdown] slideshow={"slide_type": "slide"}
+# %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 13 · Further: reuse, speculation, compression
 #
 # **What you will see.** Four ideas that serving engines build on top of the previous chapters, each run on
@@ -17,7 +17,7 @@
 #   acceptance rate must be for it to pay.
 # - **KV cache quantisation**: a quarter of the memory for a small, measurable error.
 
-# %%
+# %% slide={"code": false}
 import torch
 
 import teachllm as tl
@@ -58,7 +58,7 @@ tol = tl.tolerance(lm.dtype)  # how far two computations of the same numbers may
 # A full block is named by a **chained hash**: `h_i = hash(h_{i−1}, tokens of block i)`. The name includes
 # the whole prefix, because the same 16 tokens after different text have different K and V:
 
-# %%
+# %% slide={"title": {"en": "A block's name, chained", "zh": "块的名字：链式哈希"}, "code": [[9, 13]]}
 system = ("You are a patient tutor for a course on how large language models generate text. Answer in one short "
           "sentence with simple words, and say so when you do not know the answer.")
 questions = ["What is a token?", "What does the KV cache store?", "Why is decode slow?"]
@@ -73,12 +73,12 @@ h1 = block_hash(h0, ids[16:32])  # block 1: tokens 16–31, after block 0
 print("block 1 named again from the same tokens, after the same block 0:", h1 == block_hash(h0, ids[16:32]))
 print("the same 16 tokens at the start of a sequence get another name:  ", h1 == block_hash(None, ids[16:32]))
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two later requests reuse two blocks", "zh": "后来的两个请求复用两个块"}}
 # The first question is served alone; the other two arrive after it has finished. The engine's block manager
 # keeps freed blocks with their names until it needs the memory, so the later requests find the system
 # prompt's full blocks:
 
-# %%
+# %% slide={"code": [[1, 3]]}
 engine = ServingEngine(lm, ServingConfig(block_size=16, num_blocks=64, enable_prefix_caching=True))
 greedy = tl.SamplingParams(temperature=0, max_tokens=16)
 runs = [engine.run(chats[:1], greedy), engine.run(chats[1:], greedy)]
@@ -96,7 +96,7 @@ print(viz.tr("prefix-cache hit rate: {hit} of {queried} prompt tokens looked up 
              hit=manager.num_hit_tokens, queried=manager.num_queried_tokens, rate=manager.prefix_hit_rate))
 print("block 0 of the first request is in the cache under its name:", h0 in manager.hash_to_block)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Only full blocks are shared", "zh": "只有满块才能共享"}, "say": ["Both, checked on"]}
 # The shared part is 44 tokens long, but only **full** blocks are shared: two blocks of 16, 32 tokens per
 # request. The outputs are exactly those of `lm.generate`. In vLLM this is `enable_prefix_caching`; SGLang
 # keeps the same kind of cache in a radix tree. Prefix caching only ever helps a *prefix*: a document that
@@ -117,7 +117,7 @@ print("block 0 of the first request is in the cache under its name:", h0 in mana
 #
 # Both, checked on two of the documents:
 
-# %%
+# %% slide={"title": {"en": "Both, checked on two documents", "zh": "在两篇文档上验证两点"}, "code": [[5, 10]]}
 chunks = [tok.encode(d) for d in DOCUMENTS]
 first, second = chunks[0], chunks[1]
 full = lm.new_cache(max_len=len(first) + len(second))
@@ -130,7 +130,7 @@ for layer in (0, 1, 15, 29):
           f"after the shift {float((moved[layer] - stored).abs().max()):6.3f}")
 torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=tol.values, rtol=tol.rtol)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "Recompute a few tokens per layer", "zh": "每层只重算少数 token"}, {"en": "Quality, measured on the question", "zh": "以问题为准衡量质量", "at": "Quality is measured"}], "say": ["Quality is measured"]}
 # In layer 0 the shift makes the keys exact (a token's layer-0 key depends on nothing else); from layer 1 on
 # the missing cross-attention shows. **CacheBlend** (Yao et al., EuroSys 2025) recomputes a small share $r$
 # of the tokens in every layer and reuses the rest. It picks the tokens whose K and V deviate most from what
@@ -146,7 +146,7 @@ torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=tol.v
 # divergence of its next-token distributions from those after a full prefill, how often both pick the same
 # next token, and its perplexity. HKVD selection against the same number of random tokens:
 
-# %%
+# %% slide={"code": [4], "output": [[3, -2]]}
 suffix = tok.encode(QUESTION)
 print(f"{len(chunks)} documents of {[len(c) for c in chunks]} tokens, then the question ({len(suffix)} tokens): "
       f"{QUESTION!r}")
@@ -157,17 +157,17 @@ for r in rows:
     print(f"{select:<10}{r.ratio:>5.2f}{r.recompute_fraction:>9.3f}{r.kl:>8.4f}{r.top1_agreement:>7.3f}{r.ppl:>11.3f}")
 print(f"(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity after a full prefill {rows[0].ppl_full:.3f})")
 
-# %%
+# %% slide={"title": {"en": "Quality against compute", "zh": "质量与计算量"}, "code": false}
 blend_quality_figure(rows)
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Reuse as is, or recompute a few", "zh": "原样复用，还是重算少数"}}
 # Reusing the stored caches as they are ($r = 0$) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
 # Recomputing the ~15% of the tokens that *LLM Inference Flow* §3.4 names, with HKVD selection — 21% of a full
 # prefill's compute, since two layers are recomputed in full — removes three quarters of the KL; the same number of random tokens removes
 # a third of it. (The perplexity, over only 27 tokens, is noisier and does not fall at every step.) Which
 # tokens did HKVD pick?
 
-# %%
+# %% slide={"title": {"en": "The tokens it recomputes", "zh": "被重算的 token"}, "code": [[1, 4]]}
 context = sum(chunks, [])
 hkvd = blend(lm, [precompute_chunk(lm, c) for c in chunks], ratio=0.15)
 starts = {sum(len(c) for c in chunks[:i]): i + 1 for i in range(len(chunks))}
@@ -198,7 +198,7 @@ print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in s
 # teachllm's draft is the model itself running only some of its layers: the first k (an early exit, as in
 # LayerSkip), or all but some middle ones (as in Draft & Verify). Three drafts, $\gamma = 3$, 12 tokens:
 
-# %%
+# %% slide={"title": {"en": "Three drafts from the model's own layers", "zh": "用模型自身的层做三个草稿"}, "code": [3]}
 prompt = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Explain why the sky is blue."}]))
 drafts = {"first 24 layers": 24, "first 29 layers": 29, "layers 0–9 and 20–29": list(range(10)) + list(range(20, 30))}
 spec = acceptance_table(lm, prompt, max_tokens=12, drafts=tuple(drafts.values()), gammas=(3,))
@@ -207,7 +207,7 @@ for name, r in zip(drafts, spec, strict=True):
     assert r["same_as_greedy"]
     print(f"{name:<22}{r['acceptance_rate']:>18.2f}{r['tokens_per_target_call']:>24.2f}{str(r['same_as_greedy']):>17}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to expect from an acceptance rate", "zh": "接受率意味着什么", "at": "**What to expect"}}
 # Every draft gives exactly the greedy tokens, as the rule guarantees. But these drafts are poor: SmolLM2 was
 # not trained to exit early, so even 29 of its 30 layers get only 0.28 of their proposals accepted, the first
 # 24 layers 0.19, and the middle-skipped draft 0.07. An early-exit draft needs training for it (LayerSkip);
@@ -225,7 +225,7 @@ for name, r in zip(drafts, spec, strict=True):
 #
 # $$\alpha = \frac{\text{accepted}}{\text{accepted} + \text{rejected rounds}}$$
 
-# %%
+# %% slide={"title": {"en": "The formula against the measurement", "zh": "公式与实测对比"}, "code": false}
 print(f"{'draft':<22}{'rounds':>7}{'judged α':>9}{'formula':>9}{'measured':>10}{'1 + γ·accepted/proposed':>25}")
 for name, r in zip(drafts, spec, strict=True):
     formula = expected_tokens_per_call(r["judged_acceptance"], r["gamma"])
@@ -242,7 +242,7 @@ print(f"a good draft, judged α = 0.8 with γ = 4: {expected_tokens_per_call(0.8
 # `rounds` column), so these rates are rough, and in real text acceptances come in runs (an easy phrase
 # is accepted whole), which the independence assumption ignores. On the clock, here:
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "Wall-clock time", "zh": "墙钟时间"}}
 for name, r in zip(drafts, spec, strict=True):
     print(f"{name:<22} {r['seconds']:5.2f} s against greedy {r['greedy_seconds']:5.2f} s: speed-up {r['speedup']:.2f}×")
 
@@ -261,7 +261,7 @@ for name, r in zip(drafts, spec, strict=True):
 # $q = \mathrm{round}(x / s)$, so $s\,q$ differs from $x$ by at most half a step, $s / 2$, in each value. On
 # one token's keys from a real prefill:
 
-# %%
+# %% slide={"title": {"en": "int8 with one scale per head", "zh": "int8，每个头一个缩放因子"}, "code": [[3, 6]]}
 cache = lm.new_cache(max_len=len(prompt))
 lm.prefill(prompt, cache)
 k = cache.keys(10)[0, :, -1]  # layer 10, last prompt token: [n_kv, d]
@@ -272,11 +272,11 @@ for head in range(lm.config.n_kv_heads):
     print(f"KV head {head}: first values {[round(v, 3) for v in k[head, :4].tolist()]} → int8 "
           f"{q[head, :4].tolist()}, scale {float(scale[head]):.4f}, max error {float(error[head].max()):.4f}")
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Memory and quality", "zh": "内存与质量"}}
 # The same greedy decode with the model's own cache (float32 on a CPU) and with the int8 cache, fed the same
 # tokens (16 steps):
 
-# %%
+# %% slide={"code": false}
 int8_cache = Int8KVCache(lm.config, max_len=1024, dtype=lm.dtype, device=lm.device)
 int8_bytes, float_bytes = int8_cache.bytes_per_token, tl.cost.kv_cache_bytes(lm, 1)  # lm: in the model's dtype
 dtype, size = str(lm.dtype).removeprefix("torch."), lm.dtype.itemsize
@@ -285,7 +285,7 @@ print(f"bytes per token: {int8_bytes:,} instead of {float_bytes:,} "
 print(f"1024 tokens: {int8_cache.bytes_allocated / 2**20:.1f} MiB in int8 against "
       f"{tl.cost.kv_cache_bytes(lm, 1024) / 2**20:.1f} MiB in {dtype}")
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output"] slide={"code": [1]}
 result = int8_error(lm, prompt, n_decode=16)
 print(viz.tr("max |logit difference| {diff:.2f} (logits are of size ≈ 20), mean KL {kl:.4f}, same top-1 token in "
              "{agree:.0%} of the steps", diff=result["max_abs_logit_diff"], kl=result["mean_kl"],
@@ -294,7 +294,7 @@ print(viz.tr("free-running int8 greedy decode: the same tokens as {dtype} for {s
              same=result["greedy_tokens_identical"], n=result["n_decode"]))
 assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01  # on every CPU we ran it on
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A quarter of the memory", "zh": "四分之一的内存"}, "say": ["*LLM Inference Flow*", "The interview answer", "After each exercise,", "Work in the cells"]}
 # A quarter of the memory, and a next-token distribution that moves very little (the cell asserts a mean KL
 # under 0.01). Where float32's two best tokens are almost tied, the rounding can tip the choice, and a
 # free-running greedy text then goes its own way; how soon depends on the CPU's float arithmetic, so the cell
