@@ -141,6 +141,20 @@ def test_generate_gives_the_cpu_text(cpu, dev, settings):
     assert "".join(dev.stream(prompts[0], params)) == ours[1][0].text
 
 
+@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=0.9, top_p=0.9, seed=3)],
+                         ids=["greedy", "sampled"])
+def test_the_fast_path_and_its_fused_step_give_the_cpu_text(cpu, dev, settings):
+    """The GPU fast path (a StaticKVCache, the fused step, choosing on the device) on the second device: its RoPE
+    table, stacked matrices, positions and mask all live there, or a CPU tensor would meet a device one."""
+    params = tl.SamplingParams(max_tokens=10, **settings)
+    prompts = [PROMPT, "Water boils at"]
+    want = cpu.generate(prompts, params, fast=False)
+    got = dev.generate(prompts, params, fast=True)
+    assert "the fused step" in dev.decode_path, dev.decode_path
+    assert dev._fused_step.rope.device.type == "second"
+    assert [o.token_ids for o in got] == [o.token_ids for o in want]
+
+
 def test_beam_search_gives_the_cpu_beams(cpu, dev):
     params = tl.SamplingParams(num_beams=3, max_tokens=6, length_penalty=1.0)
     assert cpu.generate(PROMPT, params).token_ids == dev.generate(PROMPT, params).token_ids
