@@ -209,6 +209,9 @@ def test_the_serving_engine_gives_the_cpu_outputs(cpu, dev):
               tl.SamplingParams(temperature=0, max_tokens=2, logprobs=2)]
     runs = [ServingEngine(m, config).run(prompts, params) for m in (cpu, dev)]
     assert [o.token_ids for o in runs[0].outputs] == [o.token_ids for o in runs[1].outputs]
+    fused = ServingEngine(dev, config, fast=True)  # the fused step reading the paged cache on the device
+    assert [o.token_ids for o in fused.run(prompts, params).outputs] == [o.token_ids for o in runs[0].outputs]
+    assert fused.forward_path.startswith("the fused step")
     assert vs.iteration_timeline_figure(runs[1]).data and vs.IterationTimeline(runs[1]).static_form()
     assert vs.BlockTableView(runs[1]).static_form()
 
