@@ -152,3 +152,6 @@ def test_what_cannot_be_fused_is_refused_with_the_reason():
     assert "layer 0's o_proj is torch.bfloat16" in why_unfused(mixed)
     with pytest.raises(ValueError, match=r"max_len=65; give 1 to 64"):
         FusedStep(tiny(), 65)
+    short = FusedStep(tiny(), 8)
+    with pytest.raises(ValueError, match=r"a cache of 32 positions needs a RoPE table as long.*max_len=32"):
+        prefill(short, torch.tensor([[5, 6]]), StaticKVCache(short.config, 32, 1, dtype=torch.float32, device="cpu"))

@@ -155,6 +155,10 @@ class FusedStep:
         model, c = self.model, self.config
         B, S = ids.shape
         h = c.hidden_size
+        slots = getattr(cache, "max_len", None) or getattr(cache, "length", 0)  # a paged view: its keys this call
+        if slots > self.max_len:  # checked on the host: on CUDA a gather past the table is a device-side assert
+            raise ValueError(f"a cache of {slots} positions needs a RoPE table as long; this FusedStep's holds "
+                             f"{self.max_len}: make it with max_len={slots} (or None: the model's context window)")
         positions, mask = cache.positions_and_mask(S, c.sliding_window)  # [B, S] on the device, [B, 1, S, T]
         cos, sin = self.rope[positions].unbind(2)  # [B, S, 1, d] each: one gather, no host read
         bias = torch.where(mask, self.zero, self.minus_inf)  # [B, 1, S, T]: 0 where allowed, -inf elsewhere
