@@ -2,7 +2,7 @@
 fast=True runs the same loop through the eager step:
 - its outputs are the reference loop's (generate.py): greedy tokens, seeded samples, text, finish and stop reasons,
   EOS, stop ids and stop strings, streaming, a batch of prompts of different lengths (left-padded);
-- its logits are KVCache's to float32 rounding;
+- it decodes with the fused step (fastpath/fused_float.py), and its logits are KVCache's to float32 rounding;
 - between two read-backs it reads nothing from the device (one read per READ_EVERY steps, not one per token);
 - the switch: the reference loop by default on the CPU (byte for byte), fast=False, TEACHLLM_PLAIN_DECODE, and the
   settings it does not support fall back to the reference loop with their reason in lm.decode_path.
@@ -50,6 +50,7 @@ def both(lm, prompts, params):
     assert lm.decode_path.startswith("reference loop: fast=False")
     fast = lm.generate(prompts, params, fast=True)
     assert lm.decode_path.startswith("fast path") and "each step runs eagerly" in lm.decode_path, lm.decode_path
+    assert "the fused step (teachllm/fastpath/fused_float.py)" in lm.decode_path, lm.decode_path
     return reference, fast
 
 
@@ -186,5 +187,5 @@ if torch.cuda.is_available():  # defined only where CUDA is (a skip fails under 
                                                             ignore_eos=True))):
             reference = gpu.generate(prompts, params, fast=False)
             fast = gpu.generate(prompts, params)  # the default on CUDA
-            assert "CUDA graphs recorded" in gpu.decode_path, gpu.decode_path
+            assert "CUDA graphs recorded" in gpu.decode_path and "the fused step" in gpu.decode_path, gpu.decode_path
             same(reference, fast)

@@ -141,6 +141,20 @@ def test_generate_gives_the_cpu_text(cpu, dev, settings):
     assert "".join(dev.stream(prompts[0], params)) == ours[1][0].text
 
 
+@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=0.9, top_p=0.9, seed=3)],
+                         ids=["greedy", "sampled"])
+def test_the_fast_path_and_its_fused_step_give_the_cpu_text(cpu, dev, settings):
+    """The GPU fast path (a StaticKVCache, the fused step, choosing on the device) on the second device: its RoPE
+    table, stacked matrices, positions and mask all live there, or a CPU tensor would meet a device one."""
+    params = tl.SamplingParams(max_tokens=10, **settings)
+    prompts = [PROMPT, "Water boils at"]
+    want = cpu.generate(prompts, params, fast=False)
+    got = dev.generate(prompts, params, fast=True)
+    assert "the fused step" in dev.decode_path, dev.decode_path
+    assert dev._fused_step.rope.device.type == "second"
+    assert [o.token_ids for o in got] == [o.token_ids for o in want]
+
+
 def test_beam_search_gives_the_cpu_beams(cpu, dev):
     params = tl.SamplingParams(num_beams=3, max_tokens=6, length_penalty=1.0)
     assert cpu.generate(PROMPT, params).token_ids == dev.generate(PROMPT, params).token_ids
@@ -195,6 +209,9 @@ def test_the_serving_engine_gives_the_cpu_outputs(cpu, dev):
               tl.SamplingParams(temperature=0, max_tokens=2, logprobs=2)]
     runs = [ServingEngine(m, config).run(prompts, params) for m in (cpu, dev)]
     assert [o.token_ids for o in runs[0].outputs] == [o.token_ids for o in runs[1].outputs]
+    fused = ServingEngine(dev, config, fast=True)  # the fused step reading the paged cache on the device
+    assert [o.token_ids for o in fused.run(prompts, params).outputs] == [o.token_ids for o in runs[0].outputs]
+    assert fused.forward_path.startswith("the fused step")
     assert vs.iteration_timeline_figure(runs[1]).data and vs.IterationTimeline(runs[1]).static_form()
     assert vs.BlockTableView(runs[1]).static_form()
 

@@ -212,16 +212,23 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_greedy_engine_equals_each_request_alone(lm, name):
+FUSED = ("continuous", "chunked", "small-pool")  # also run with fast=True: the fused step (fastpath/fused_float.py)
+
+
+@pytest.mark.parametrize("name, fast", [(name, None) for name in sorted(CONFIGS)] + [(name, True) for name in FUSED])
+def test_greedy_engine_equals_each_request_alone(lm, name, fast):
     prompts = random_prompts(10, seed=2, shared=13, lengths=(1, 12))
     stop_at = lm.generate(prompts[0], tl.SamplingParams(temperature=0, max_tokens=6)).token_ids[-1]
     params = [tl.SamplingParams(temperature=0, max_tokens=int(n), stop_token_ids=[stop_at] if i % 3 == 0 else [],
                                 repetition_penalty=1.3 if i % 4 == 1 else 1.0)
               for i, n in enumerate(torch.randint(1, 20, (10,), generator=torch.Generator().manual_seed(3)))]
-    expected = alone(lm, prompts, params)
-    engine = ServingEngine(lm, ServingConfig(**CONFIGS[name]))
+    expected = alone(lm, prompts, params)  # the reference loop (generate.py) with model.py's forward
+    engine = ServingEngine(lm, ServingConfig(**CONFIGS[name]), fast=fast)
     run = engine.run(prompts, params)
+    if fast:
+        assert engine.forward_path.startswith("the fused step"), engine.forward_path
+    else:  # the CPU's default
+        assert engine.forward_path.startswith("model.py's forward (the model is on cpu"), engine.forward_path
     for got, want in zip(run.outputs, expected, strict=True):
         assert (got.token_ids, got.finish_reason, got.stop_reason) == (want.token_ids, want.finish_reason,
                                                                        want.stop_reason)
@@ -233,12 +240,27 @@ def test_greedy_engine_equals_each_request_alone(lm, name):
         assert engine.block_manager.num_hit_tokens > 0  # the shared prefix was found in the cache
 
 
-def test_seeded_sampling_equals_each_request_alone(lm):
+@pytest.mark.parametrize("fast", [None, True])
+def test_seeded_sampling_equals_each_request_alone(lm, fast):
     prompts = random_prompts(6, seed=4, lengths=(2, 10))
     params = [tl.SamplingParams(temperature=0.9, top_k=20, max_tokens=8, seed=100 + i) for i in range(6)]
     expected = alone(lm, prompts, params)
-    run = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=32)).run(prompts, params)
+    run = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=32), fast=fast).run(prompts, params)
     assert [o.token_ids for o in run.outputs] == [o.token_ids for o in expected]
+
+
+def test_the_forward_switch(lm, monkeypatch):
+    config = ServingConfig(max_num_seqs=2, block_size=4, num_blocks=16)
+    params = tl.SamplingParams(temperature=0, max_tokens=3)
+    engine = ServingEngine(lm, config, fast=False)
+    engine.run([[5, 6, 7]], params)
+    assert engine.forward_path == "model.py's forward (fast=False)"
+    monkeypatch.setenv("TEACHLLM_PLAIN_DECODE", "1")
+    engine = ServingEngine(lm, config)
+    engine.run([[5, 6, 7]], params)
+    assert "TEACHLLM_PLAIN_DECODE is set" in engine.forward_path
+    with pytest.raises(ValueError, match="fast='yes': give True"):
+        ServingEngine(lm, config, fast="yes")
 
 
 # ---- what the scheduler did --------------------------------------------------------------------

@@ -16,17 +16,30 @@ For each: TTFT (a run of 1 token), decode tokens/s at batch 1 and at the largest
 difference between a run of 1 + S tokens and a run of 1, divided by S. On CUDA a "kernel" is an event on the device
 (kernels, copies, fills); on the CPU, where there are no launches, it is an aten operator called from Python (the
 unit of dispatch overhead there). A way that cannot run here is skipped, with its reason in the report.
+"teachllm fast path, model.py step" is the fast path with TEACHLLM_UNFUSED_STEP=1: the same loop and graphs over
+model.py's forward instead of the fused step (teachllm/fastpath/fused_float.py), so the two rows show the fusion.
+
+Below the table, the operations one decode step dispatches (`step_operations`): model.py's step and the fused step
+on a StaticKVCache, every ATen operation counted by a dispatch mode (the layer under autograd where each call is
+one operator and its arguments), and how many of them compute (all but the views, which only relabel memory). On
+CUDA each computing operation is one kernel launch or about one: those are what a graph-less decode step pays for
+in launches, what the issue's ~1,200 kernels a step counts. Counted on the CPU it is the same Python, not a
+measurement of a GPU's kernels.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 
 import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..fastpath.graph import prefill
+from ..fastpath import loop
+from ..fastpath.graph import decode_step, prefill
 from ..fastpath.static_cache import StaticKVCache
 from ..params import SamplingParams
 from ..timing import clock
@@ -42,10 +55,26 @@ def teachllm_eager(lm):
     return run
 
 
-def teachllm_fast(lm):
+def teachllm_fast(lm, fused: bool = True):
+    """lm.generate(fast=True); fused=False: with TEACHLLM_UNFUSED_STEP=1, over model.py's forward."""
     def run(prompts, n):
-        return lm.generate(prompts, _greedy(n), fast=True)[0].token_ids
+        with _environment(loop.UNFUSED_FLAG, None if fused else "1"):
+            return lm.generate(prompts, _greedy(n), fast=True)[0].token_ids
     return run
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None):
+    """Within: the environment variable `name` set to `value` (None: unset); as it was afterwards."""
+    before = os.environ.pop(name, None)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+        if before is not None:
+            os.environ[name] = before
 
 
 def teachllm_compiled(lm):
@@ -113,12 +142,53 @@ def ways(lm, hf) -> dict[str, tuple[object, str | None]]:
     only_cuda = "torch.compile(mode='reduce-overhead') records CUDA graphs: measured on CUDA only"
     return {"teachllm eager": (teachllm_eager(lm), None),
             "teachllm fast path": (teachllm_fast(lm), None),
+            "teachllm fast path, model.py step": (teachllm_fast(lm, fused=False), None),
             "teachllm compiled": (teachllm_compiled(lm), None) if cuda else (None, only_cuda),
             "transformers eager": (transformers_eager(hf), None),
             "transformers static compiled": (transformers_static_compiled(hf), None) if cuda else (None, only_cuda)}
 
 
 # ---- measuring -------------------------------------------------------------------------------------------
+class OperationCount(TorchDispatchMode):
+    """Counts the ATen operations run under it: `all`, and `computing`, those that are not views (a view, such as
+    a transpose or a slice, relabels memory and launches no kernel)."""
+
+    RELABELS = {"aten._unsafe_view", "aten.split", "aten.unbind", "aten.chunk"}  # views not marked as views
+
+    def __init__(self):
+        super().__init__()
+        self.all = self.computing = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.all += 1
+        name = str(func.overloadpacket._qualified_op_name).replace("::", ".")
+        self.computing += not (func.is_view or name in self.RELABELS)
+        return func(*args, **(kwargs or {}))
+
+
+@torch.no_grad()
+def operations(forward, config, device, dtype, prompt_len: int = 4) -> dict:
+    """The ATen operations one decode step of `forward` (model.py's Transformer, or a FusedStep) dispatches on a
+    StaticKVCache, batch 1, after a prompt of prompt_len tokens: {"all": ..., "computing": ...}."""
+    cache = StaticKVCache(config, prompt_len + 2, 1, dtype=dtype, device=device)
+    ids = torch.arange(4, 4 + prompt_len, device=device)[None]  # [1, prompt_len]
+    token = decode_step(forward, prefill(forward, ids, cache).argmax(-1), cache)  # [1] one step untimed
+    with OperationCount() as counted:
+        decode_step(forward, token, cache)
+    return {"all": counted.all, "computing": counted.computing}
+
+
+def step_operations(lm) -> dict:
+    """operations() for model.py's step and for the fused step, where the model can be fused."""
+    counts = {"model.py step": operations(lm.model, lm.config, lm.device, lm.dtype)}
+    step, which = loop.step_for(lm)
+    if step is not lm.model:
+        counts["fused step"] = operations(step, lm.config, lm.device, lm.dtype)
+    else:
+        counts["fused step"] = {"skipped": which}
+    return counts
+
+
 def kernels_per_step(run, prompts, device, steps: int = PROFILED_STEPS) -> float:
     """Kernels (CUDA) or aten operators called from Python (CPU) one decode step launches: a profiled run of
     1 + steps tokens minus one of 1 token, divided by steps."""
@@ -177,7 +247,8 @@ def fast_section(lm, hf, ids: list[int], new_tokens: int, batch_sizes=(1, 32), r
         row.pop("tokens", None)
     return {"batch_sizes": list(batch_sizes), "new_tokens": new_tokens, "rows": rows,
             "kernel_unit": "device kernels (CUDA events)" if lm.device.type == "cuda"
-            else "aten operators called from Python (CPU: no kernel launches)"}
+            else "aten operators called from Python (CPU: no kernel launches)",
+            "operations_per_step": step_operations(lm), "device": lm.device.type}
 
 
 def format_fast(f: dict) -> str:
@@ -188,9 +259,17 @@ def format_fast(f: dict) -> str:
              f"   (kernels: {f['kernel_unit']})"]
     for name, row in f["rows"].items():
         if "skipped" in row:
-            lines.append(f"   {name:<30} skipped: {row['skipped']}")
+            lines.append(f"   {name:<34} skipped: {row['skipped']}")
             continue
         speeds = "".join(f"{row[f'batch_{x}']['decode_tokens_per_s']:>14.1f}" for x in b)
-        lines.append(f"   {name:<30}{row['ttft_s'] * 1e3:>10.1f}{speeds}{row['kernels_per_step']:>15.0f}"
+        lines.append(f"   {name:<34}{row['ttft_s'] * 1e3:>10.1f}{speeds}{row['kernels_per_step']:>15.0f}"
                      f"{str(row['same_tokens']):>14}")
+    if "operations_per_step" in f:
+        lines.append(f"   operations per decode step (batch 1, ATen operations dispatched, counted on {f['device']}):")
+        for name, count in f["operations_per_step"].items():
+            lines.append(f"      {name:<16}skipped: {count['skipped']}" if "skipped" in count else
+                         f"      {name:<16}{count['all']:>6,} ({count['computing']:,} computing, the rest views)")
+        if f["device"] != "cuda":
+            lines += ["      on CUDA each computing operation launches about one kernel (what the issue's ~1,200",
+                      "      kernels a step counts); these counts are the CPU's Python, not a GPU measurement"]
     return "\n".join(lines)

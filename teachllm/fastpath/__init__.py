@@ -8,6 +8,8 @@ switches on, and what chapter 10 measures and explains (its section on 4-bit wei
     native.py     builds and loads teachllm's C kernels (csrc/: AVX2 and AVX-512 integer dot products, attention)
     fused.py      the forward pass in fewer operations: stacked q/k/v and gate/up, fused RMSNorm, one C call for
                   a decode step's attention
+    fused_float.py  the same fusions for model.py's float weights on any device (stacked in place, a RoPE table
+                  read at the cache's device positions): the step the GPU fast path decodes with
     llamacpp.py   llama.cpp's speed on the same file, for the bench, when it is installed
     static_cache.py  the KV cache with fixed shapes (the whole buffer each step, its length a device tensor), for
                   the GPU: what lets a decode step be recorded once as a CUDA graph and replayed
@@ -17,5 +19,6 @@ switches on, and what chapter 10 measures and explains (its section on 4-bit wei
                   sampling on the device, ids read back every few steps and the stop rules applied then
 
 Every path here is checked against the plain one: the same logits to float rounding (tests/test_fast.py,
-tests/test_kernels.py, tests/test_native.py, tests/test_quant.py, tests/test_static_cache.py).
+tests/test_kernels.py, tests/test_native.py, tests/test_quant.py, tests/test_static_cache.py,
+tests/test_fused_float.py).
 """

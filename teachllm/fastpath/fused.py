@@ -32,6 +32,7 @@ from torch import nn
 from ..cache import KVCache
 from ..model import Transformer
 from . import kernels, native
+from .fused_float import attend, rotate_half_sign
 from .quant import QuantisedLinear, quantised_linear
 
 
@@ -79,8 +80,7 @@ class FastPath:
             self.qkv.append(stacked([a.q_proj, a.k_proj, a.v_proj]) or [a.q_proj, a.k_proj, a.v_proj])
             self.gate_up.append(stacked([m.gate_proj, m.up_proj]) or [m.gate_proj, m.up_proj])
         self.c_attention_on = True  # False: PyTorch's RoPE, cache write and attention in every step
-        half = c.head_dim // 2
-        self.sign = torch.cat([-torch.ones(half), torch.ones(half)])  # [d]: rotate_half(x) = roll(x, d/2) · sign
+        self.sign = rotate_half_sign(c.head_dim)  # [d]: rotate_half(x) = roll(x, d/2) · sign
 
     def c_attention(self, cache, B: int, S: int, mask):
         """The C library whose decode_attention (teachllm/fastpath/csrc/attention.h) can take this step's attention, or
@@ -105,8 +105,8 @@ class FastPath:
         if S == 1 and bool(mask.all()):
             mask = None  # one new token that may read every key: attention without a mask is the same, and faster
         cos, sin = cos[:, :, None], (sin * self.sign)[:, :, None]  # [B, S, 1, d]: every head alike
-        attend = self.c_attention(cache, B, S, mask)
-        if attend is not None:
+        c_lib = self.c_attention(cache, B, S, mask)
+        if c_lib is not None:
             cos, sin = cos.contiguous(), sin.contiguous()  # [1, 1, 1, d]
             scores = torch.empty(cache.length + 1)  # the C file's scratch: one score per key
         x = model.embed_tokens(ids).view(B * S, h)  # [M, h], M = B·S rows
@@ -118,23 +118,14 @@ class FastPath:
                 qkv = torch.cat([project(p, x, cast, norm).float() for p in self.qkv[i]], dim=-1)  # [M, (n_h+2n_kv)·d]
             else:
                 qkv = project(self.qkv[i], x, cast, norm).float()  # [M, (n_h+2n_kv)·d]
-            if attend is not None:  # one token of one sequence: RoPE, the cache write and attention in C
+            if c_lib is not None:  # one token of one sequence: RoPE, the cache write and attention in C
                 qkv, out = qkv.contiguous(), torch.empty(1, n_h * d)  # [1, (n_h+2n_kv)·d], [1, n_h·d]
                 k_all, v_all = cache.k[a.index], cache.v[a.index]  # [1, n_kv, max_len, d] each
-                attend.decode_attention(qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), k_all.data_ptr(),
-                                        v_all.data_ptr(), k_all.stride(1), cache.length, n_h, n_kv, d, a.scale,
-                                        scores.data_ptr(), out.data_ptr())
-            else:
-                qkv = qkv.view(B, S, n_h + 2 * n_kv, d)
-                qk, v = qkv[:, :, :n_h + n_kv], qkv[:, :, n_h + n_kv:]  # [B, S, n_h+n_kv, d], [B, S, n_kv, d]
-                if a.qk_norm:
-                    qk = torch.cat([a.q_norm(qk[:, :, :n_h]), a.k_norm(qk[:, :, n_h:])], dim=2)
-                qk = qk * cos + qk.roll(d // 2, dims=-1) * sin  # RoPE on q and k at once
-                k_all, v_all = cache.write(a.index, qk[:, :, n_h:].transpose(1, 2), v.transpose(1, 2))
-                # k_all, v_all [B, n_kv, T, d]
-                out = F.scaled_dot_product_attention(qk[:, :, :n_h].transpose(1, 2), k_all, v_all, attn_mask=mask,
-                                                     scale=a.scale, enable_gqa=n_h != n_kv)  # [B, n_h, S, d]
-                out = out.transpose(1, 2).reshape(B * S, n_h * d)  # [M, n_h·d]
+                c_lib.decode_attention(qkv.data_ptr(), cos.data_ptr(), sin.data_ptr(), k_all.data_ptr(),
+                                       v_all.data_ptr(), k_all.stride(1), cache.length, n_h, n_kv, d, a.scale,
+                                       scores.data_ptr(), out.data_ptr())
+            else:  # RoPE on q and k at once, the cache write, attention (fused_float.attend, the GPU step's too)
+                out = attend(a, qkv.view(B, S, -1), cos, sin, cache, mask)  # [M, n_h·d]
             x = x + project(a.o_proj, out, {})  # [M, h]
             cast = {}
             norm = layer.post_attention_layernorm

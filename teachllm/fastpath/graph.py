@@ -11,6 +11,10 @@ their inputs, sample on the host's terms and read every token back (each read wa
                                       is padded to the next recorded size. Where CUDA is absent: decode_step itself.
                                       `.step(ids)` gives the step's logits too (for sampling, fastpath/loop.py)
 
+`model` is model.py's Transformer, or the same weights as a FusedStep (fused_float.py: stacked q/k/v and gate/up,
+a RoPE table; what loop.py decodes with where it applies): anything called as model(ids, cache, last_only=True)
+that has a `.config`.
+
 The graph follows nano-vllm's `capture_cudagraph` (GeeeekExplorer/nano-vllm, engine/model_runner.py): static
 input and output buffers of the largest batch, one graph per batch size sharing one memory pool, largest first,
 each after a warm-up run; a step copies its inputs into the buffers' first rows and replays. The static cache
@@ -22,6 +26,7 @@ from __future__ import annotations
 import torch
 
 from ..model import Transformer
+from .fused_float import FusedStep
 from .static_cache import StaticKVCache
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32)  # the batch sizes a CudaGraphDecoder records; a batch pads to the next one
@@ -49,7 +54,7 @@ def check_ids(ids: torch.Tensor, cache: StaticKVCache, n_new: int | None = None)
 
 
 @torch.no_grad()
-def prefill(model: Transformer, ids: torch.Tensor, cache: StaticKVCache, pad: torch.Tensor | None = None):
+def prefill(model: Transformer | FusedStep, ids: torch.Tensor, cache: StaticKVCache, pad: torch.Tensor | None = None):
     """Run prompts [B, S] (left-padded: row b's first pad[b] ids are padding) into an empty `cache`; returns
     the logits after the last prompt token [B, V]. Eager: prefill runs once per prompt."""
     if cache.filled != 0:
@@ -62,7 +67,7 @@ def prefill(model: Transformer, ids: torch.Tensor, cache: StaticKVCache, pad: to
 
 
 @torch.no_grad()
-def decode_step(model: Transformer, ids: torch.Tensor, cache: StaticKVCache) -> torch.Tensor:
+def decode_step(model: Transformer | FusedStep, ids: torch.Tensor, cache: StaticKVCache) -> torch.Tensor:
     """One token per row [B] (or [B, 1]) after what `cache` holds; returns the greedy next ids [B], on the
     device. Nothing here waits for the device: the checks read shapes and the host count, the argmax stays
     on the device, and the caller decides when to read the ids back."""
@@ -79,7 +84,7 @@ class CudaGraphDecoder:
     Decode a batch of n rows through the first n rows of `cache` (prefill them with cache.rows(n)); a batch is
     padded to the next recorded size, and the padding rows compute into rows of the cache no sequence uses."""
 
-    def __init__(self, model: Transformer, cache: StaticKVCache, batch_sizes: tuple[int, ...] = BATCH_SIZES,
+    def __init__(self, model: Transformer | FusedStep, cache: StaticKVCache, batch_sizes: tuple[int, ...] = BATCH_SIZES,
                  record: bool = True):
         if cache.filled != 0:
             raise ValueError(f"make the CudaGraphDecoder before prefill: its cache already holds {cache.filled} "

@@ -8,6 +8,9 @@ those waits for the device, and on a GPU the waiting, not the arithmetic, sets t
     a KVCache whose shapes grow                 a StaticKVCache (static_cache.py): the same shapes every step
     lm.decode_step, checked every step          CudaGraphDecoder.step (graph.py): one recorded graph per batch
                                                 size on CUDA, the eager step elsewhere
+    model.py's forward                          the fused step (fused_float.py): stacked q/k/v and gate/up, a
+                                                RoPE table; model.py's forward where it does not apply, or with
+                                                TEACHLLM_UNFUSED_STEP=1
     settle / choosable raise at once on NaN     the same checks as flags on the device, raised at the next read
     tokens.tolist() after every step            ids gathered on the device, read back every READ_EVERY steps;
                                                 EOS, stop ids, stop strings and max_tokens are applied then
@@ -33,13 +36,16 @@ import torch
 
 from .. import inputs
 from ..inputs import env_flag
+from ..model import Transformer
 from ..sampling import apply_min_p, apply_temperature, apply_top_k, apply_top_p, row_seeds
 from ..timing import clock
+from .fused_float import FusedStep, why_unfused
 from .graph import BATCH_SIZES, CudaGraphDecoder, prefill
 from .static_cache import StaticKVCache
 
 READ_EVERY = 8  # decode steps between two read-backs of the ids (and two looks at the stop rules)
 PLAIN_FLAG = "TEACHLLM_PLAIN_DECODE"  # 1, true, yes or on: fast=None means the reference loop, on CUDA too
+UNFUSED_FLAG = "TEACHLLM_UNFUSED_STEP"  # 1, true, yes or on: the fast path decodes with model.py's forward
 
 
 def why_not(lm, params, fast: bool | None, n_prompts: int = 1) -> str | None:
@@ -73,18 +79,39 @@ def why_not(lm, params, fast: bool | None, n_prompts: int = 1) -> str | None:
     return None
 
 
-# ---- the decoder, kept on the model between calls on CUDA (recording the graphs takes a moment) --------------
-def decoder_for(lm, n_rows: int, max_len: int) -> CudaGraphDecoder:
-    """A CudaGraphDecoder with room for n_rows sequences of max_len tokens, its cache empty.
+# ---- the step, and the decoder, kept on the model between calls (stacking and recording take a moment) --------
+def step_for(lm) -> tuple[Transformer | FusedStep, str]:
+    """What a decode step calls: the fused step (fused_float.py) where it applies, else model.py's forward; and
+    which, in a few words. The fused step is kept on `lm` while its stacked matrices are still the model's."""
+    if env_flag(UNFUSED_FLAG):
+        return lm.model, f"model.py's step ({UNFUSED_FLAG} is set)"
+    why = why_unfused(lm.model)
+    if why is not None:
+        return lm.model, f"model.py's step ({why})"
+    kept = getattr(lm, "_fused_step", None)
+    if kept is None or kept.model is not lm.model or not kept.current():
+        lm._fused_step = None  # let the old table go before the new one is made
+        lm._fused_step = FusedStep(lm.model)
+    return lm._fused_step, "the fused step (teachllm/fastpath/fused_float.py)"
 
-    On CUDA the decoder is kept on `lm` and reused while it is large enough: a new one records its graphs again.
-    Its cache is made for the next recorded batch size and a power of two of slots (at least 256), so that
-    prompts of other lengths reuse it. Elsewhere (the eager step) it is made for exactly what is asked."""
+
+def decoder_for(lm, n_rows: int, max_len: int) -> CudaGraphDecoder:
+    """A CudaGraphDecoder with room for n_rows sequences of max_len tokens, its cache empty, decoding with
+    step_for(lm)'s step; its `reason` says which step, and whether graphs replay it.
+
+    On CUDA the decoder is kept on `lm` and reused while it is large enough and decodes with the same step: a new
+    one records its graphs again. Its cache is made for the next recorded batch size and a power of two of slots
+    (at least 256), so that prompts of other lengths reuse it. Elsewhere (the eager step) it is made for exactly
+    what is asked."""
+    step, which = step_for(lm)
     if lm.device.type != "cuda":
         cache = StaticKVCache(lm.config, max_len, n_rows, dtype=lm.dtype, device=lm.device)
-        return CudaGraphDecoder(lm.model, cache, batch_sizes=(n_rows,))
+        decoder = CudaGraphDecoder(step, cache, batch_sizes=(n_rows,))
+        decoder.reason = f"{which}; {decoder.reason}"
+        return decoder
     kept = getattr(lm, "_graph_decoder", None)
-    if kept is not None and kept.cache.batch_size >= n_rows and kept.cache.max_len >= max_len:
+    if (kept is not None and kept.model is step and kept.cache.batch_size >= n_rows
+            and kept.cache.max_len >= max_len):
         kept.cache.reset()
         return kept
     rows = next(b for b in BATCH_SIZES if b >= n_rows)
@@ -93,14 +120,15 @@ def decoder_for(lm, n_rows: int, max_len: int) -> CudaGraphDecoder:
     cache = StaticKVCache(lm.config, max(slots, max_len), rows, dtype=lm.dtype, device=lm.device)
     sizes = tuple(b for b in BATCH_SIZES if b <= rows)
     try:
-        lm._graph_decoder = CudaGraphDecoder(lm.model, cache, batch_sizes=sizes)
+        lm._graph_decoder = CudaGraphDecoder(step, cache, batch_sizes=sizes)
     except Exception as error:  # recording failed (a kernel that cannot be captured, say): decode eagerly instead
         torch.cuda.synchronize()
         cache.reset()
-        lm._graph_decoder = CudaGraphDecoder(lm.model, cache, batch_sizes=sizes, record=False)
+        lm._graph_decoder = CudaGraphDecoder(step, cache, batch_sizes=sizes, record=False)
         lm._graph_decoder.reason = (f"recording the CUDA graphs failed ({type(error).__name__}: "
                                     f"{str(error).splitlines()[0][:160] if str(error) else ''}): each step runs "
                                     "eagerly (decode_step)")
+    lm._graph_decoder.reason = f"{which}; {lm._graph_decoder.reason}"
     return lm._graph_decoder
 
 

@@ -53,6 +53,7 @@ class StaticKVCache:
         shape = (config.n_layers, batch_size, config.n_kv_heads, max_len, config.head_dim)
         self.k = torch.zeros(shape, dtype=dtype, device=device)  # [L, B, n_kv, max_len, d]
         self.v = torch.zeros(shape, dtype=dtype, device=device)  # [L, B, n_kv, max_len, d]
+        self.layers = list(zip(self.k.unbind(0), self.v.unbind(0), strict=True))  # per layer, views [B, n_kv, T, d]
         self.length = torch.zeros((), dtype=torch.long, device=device)  # [] slots filled, on the device
         self.start = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B] first real slot of each row
         self.slots = torch.arange(max_len, device=device)  # [T] the index of every slot, T = max_len
@@ -78,6 +79,7 @@ class StaticKVCache:
         view.__dict__.update(self.__dict__)
         view.batch_size = n
         view.k, view.v = self.k[:, :n], self.v[:, :n]  # [L, n, n_kv, max_len, d] views of the same memory
+        view.layers = list(zip(view.k.unbind(0), view.v.unbind(0), strict=True))
         view.start = self.start[:n]  # [n] a view: setting it sets the parent's rows
         view.root = self.root
         return view
@@ -107,9 +109,10 @@ class StaticKVCache:
     def write(self, layer: int, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the new tokens' K and V [B, n_kv, S, d] at the slots `positions_and_mask` chose; return the
         whole buffers, [B, n_kv, max_len, d] each (the mask hides what is not written yet)."""
-        self.k[layer].index_copy_(2, self.new_slots, k_new)  # [B, n_kv, max_len, d]
-        self.v[layer].index_copy_(2, self.new_slots, v_new)  # [B, n_kv, max_len, d]
-        return self.k[layer], self.v[layer]
+        k, v = self.layers[layer]  # [B, n_kv, max_len, d] each, made once (indexing self.k each step is an op too)
+        k.index_copy_(2, self.new_slots, k_new)
+        v.index_copy_(2, self.new_slots, v_new)
+        return k, v
 
     def advance(self, n_new: int) -> None:
         """After the last layer: the length moves on, in place on the device, and the host count with it."""

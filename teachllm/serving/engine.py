@@ -18,6 +18,13 @@ iteration into one call with a custom attention kernel; the [B, S] decoder here 
 Sampling reuses teachllm.sampling (`process_logits`, `sample`) and the stop rules of
 teachllm.generate.Sequence, so with temperature 0 every request gets exactly the tokens that
 `lm.generate(prompt, params)` gives it alone.
+
+On CUDA the forward calls run the fused step (teachllm/fastpath/fused_float.py: stacked q/k/v and gate/up,
+a RoPE table), which reads this engine's paged cache through the same three calls as model.py does;
+`ServingEngine(lm, config, fast=False)` or TEACHLLM_PLAIN_DECODE=1 keeps model.py's forward, and
+`engine.forward_path` says which ran. Not yet the rest of the GPU fast path (CUDA graphs, sampling on the
+device): a decode step here builds its block tables from Python lists and gathers a different number of keys
+each iteration, so it cannot be recorded as a graph; see teachllm/fastpath/loop.py for what can.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import inputs
+from ..fastpath import loop
+from ..inputs import env_flag
 from ..sampling import SamplingParams, process_logits, sample, top_logprobs
 from ..timing import synchronize
 from ..units import is_id
@@ -41,13 +50,20 @@ from .scheduler import ScheduledBatch, Scheduler
 
 
 class ServingEngine:
-    def __init__(self, lm, config: ServingConfig | None = None):
+    def __init__(self, lm, config: ServingConfig | None = None, fast: bool | None = None):
+        """fast: None (default) runs the forward calls through the fused step on CUDA and model.py's forward
+        elsewhere; True the fused step wherever the model can be fused; False model.py's forward always."""
         if not hasattr(lm, "model") or not hasattr(lm, "config"):
             raise TypeError(f"ServingEngine takes a LanguageModel (tl.load()), got {type(lm).__name__}")
         if config is not None and not isinstance(config, ServingConfig):
             hint = "ServingConfig(**your_dict)" if isinstance(config, dict) else "ServingConfig(policy=...)"
             raise TypeError(f"config must be a ServingConfig or None, got {config!r:.80}: use {hint}")
+        if fast is not None and not isinstance(fast, bool):
+            raise ValueError(f"fast={fast!r}: give True (the fused step), False (model.py's forward) or None (the "
+                             "fused step on CUDA only)")
         self.lm = lm
+        self.fast = fast
+        self.forward_path = "nothing run yet"  # what the last forward call ran, and why (one line)
         self.config = config or ServingConfig()
         cfg = self.config
         inputs.kv_pool(lm, cfg.num_blocks, cfg.block_size)  # a pool too large for memory is refused here
@@ -198,7 +214,23 @@ class ServingEngine:
         ids = torch.tensor(rows, dtype=torch.long, device=self.lm.device)  # [B, S]
         view = self.cache.view([r.block_table for r, _ in work], [r.num_computed_tokens for r, _ in work],
                                [n for _, n in work])
-        return self.lm.model(ids, view, last_only=True)[:, -1]  # [B, V]
+        return self._model()(ids, view, last_only=True)[:, -1]  # [B, V]
+
+    def _model(self):
+        """What a forward call runs: model.py's Transformer, or the same weights fused (loop.step_for); sets
+        `forward_path` to say which, and why."""
+        plain = "model.py's forward"
+        if self.fast is False:
+            self.forward_path = f"{plain} (fast=False)"
+        elif self.fast is None and env_flag(loop.PLAIN_FLAG):
+            self.forward_path = f"{plain} ({loop.PLAIN_FLAG} is set)"
+        elif self.fast is None and self.lm.device.type != "cuda":
+            self.forward_path = (f"{plain} (the model is on {self.lm.device.type}: the fused step is the default on "
+                                 "CUDA only; fast=True runs it here)")
+        else:
+            step, self.forward_path = loop.step_for(self.lm)
+            return step
+        return self.lm.model
 
     def _post_process(self, request: Request, n: int, row) -> int | None:
         """After the model: count the computed tokens; once the prompt is done, sample the next token and
