@@ -16,8 +16,8 @@ of the CPUs as torch threads.
 The trust boundary (scripts/grade_sandbox.py). The student's code runs only in the sandbox; the tests run only in
 this process, on a pristine teachllm: their `env` is the notebook's globals asked of the sandbox one name at a
 time, their `env["lm"]` is this process's own model (loaded once per run), and a student's function given inputs
-by a test runs in the sandbox and sends back its result. What crosses is data, as JSON (teachllm.course.answers: numbers,
-text, lists, sets, dicts, tensors and numpy arrays byte for byte, teachllm's dataclasses rebuilt by their
+by a test runs in the sandbox and sends back its result. What crosses is data, as JSON (teachllm.course.answers:
+numbers, text, lists, sets, dicts, tensors and numpy arrays byte for byte, teachllm's dataclasses rebuilt by their
 constructors; nothing pickled, no code); the inputs go in, the answers come out, and the expected values are
 computed and compared here, never in the sandbox, which sees no test file. So code in a submission can change its
 own answers and nothing else: not the tests, the library they compute with, the model, the points, or another

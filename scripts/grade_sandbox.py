@@ -195,6 +195,12 @@ class Sandbox:
                 bwrap_command(inputs, self.folder, self.lang, self.limits, inner), stdin=subprocess.DEVNULL,
                 stdout=self.log, stderr=self.log, pass_fds=(requests_r, answers_w), env=sandbox_env(self.limits),
                 preexec_fn=self.limits.applier(), start_new_session=True)
+        except BaseException:
+            for fd in (requests_w, answers_r):
+                os.close(fd)
+            self.log.close()
+            self.tmp.cleanup()
+            raise
         finally:
             os.close(requests_r)
             os.close(answers_w)
@@ -246,8 +252,8 @@ class Sandbox:
             pass
         self.process.wait()
         RUNNING.discard(self.process.pid)
-        os.close(self.channel.read_fd) if hasattr(self, "channel") else None
-        os.close(self.channel.write_fd) if hasattr(self, "channel") else None
+        os.close(self.channel.read_fd)
+        os.close(self.channel.write_fd)
         self.log.seek(max(0, self.log.seek(0, os.SEEK_END) - 2000))
         self.log_tail = "".join(c if c.isprintable() or c == "\n" else "?"
                                 for c in self.log.read().decode("utf-8", "replace"))
