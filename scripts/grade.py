@@ -411,7 +411,7 @@ def review(nb, reference, chapter: str) -> list[str]:
                     while isinstance(root, ast.Attribute):
                         root = root.value
                     if isinstance(root, ast.Name) and root.id in protected:
-                        found.append(f"cell {n} assigns {ast.unparse(node)}, which the chapter defines")
+                        found.append(f"cell {n} rebinds {ast.unparse(node)}")
     return list(dict.fromkeys(found))
 
 
