@@ -2,7 +2,8 @@
 expected values are computed outside the student's process, on a pristine teachllm, so a submission that marks
 otter's results as passed, replaces a library function the tests use, or rebinds `lm` scores what its answers are
 worth; its feedback quotes neither a test file nor a classmate's notebook, whatever its code raises; and a check
-cell changed beside an untouched copy tagged `otter_ignore` is still tampering (issue 38's first list).
+cell changed beside an untouched copy tagged `otter_ignore` is still tampering (issue 38's first list); and an
+answer the grader computes with (chapter 9's SamplingParams) cannot size the grader's own work (a million beams).
 
 Each hostile submission's expected score is that of the same answers without the attack, scored in this process
 on the solution's own setup (tests/test_grading.py's `score`); the ordinary ones must score full points."""
@@ -65,6 +66,9 @@ class _Model:
 lm = _Model()
 '''
 
+STOPS = ("import teachllm as tl\n\nstops_despite_ignore_eos = tl.SamplingParams(temperature=0, max_tokens=20, "
+         "ignore_eos=True, stop_token_ids=[2]{beams})\nwhy_stop_string_fails = \"a\"\n")
+
 QUOTE = '''# Exercise 2 (puts the hidden tests in its error, if it can read them)
 def kept_after(logits, temperature, k=None, top_p=None):
     text = "could not read the tests"
@@ -122,7 +126,7 @@ def graded(tmp_path_factory):
     distributed, folder = tmp / "distributed", tmp / "submissions"
     distributed.mkdir()
     folder.mkdir()
-    refs = {chapter: trimmed_chapter(chapter) for chapter in ("02", "06")}
+    refs = {chapter: trimmed_chapter(chapter) for chapter in ("02", "06", "09")}
     for chapter, reference in refs.items():
         nbformat.write(reference, distributed / grade.distributed(chapter).name)
     full = {ch: {p.stem: grade.max_points(p) for p in grade.test_files(ch)} for ch in refs}
@@ -157,6 +161,10 @@ def graded(tmp_path_factory):
 
     reader = CLASSMATE.format(classmate=folder / "bob.ipynb", folder=folder)
     cases["reads-bob"] = (submission(refs["06"], "06", every["06"], {1: reader}), {**full["06"], "ch06-ex1": 0.0})
+
+    stub = code_of(refs["09"], "09", 1).splitlines()[0]
+    beams = submission(refs["09"], "09", (), {1: f"{stub}\n{STOPS.format(beams=', num_beams=10**6')}"})
+    cases["million-beams"] = (beams, {**zero["09"], "ch09-ex1": honest_points("09", 1, STOPS.format(beams=""))})
 
     for student, (nb, _) in cases.items():
         nbformat.write(nb, folder / f"{student}.ipynb")
@@ -215,3 +223,10 @@ def test_an_error_cannot_quote_a_classmates_notebook(graded):
     assert graded["grades"]["reads-bob"] == graded["expected"]["reads-bob"]
     assert "could not read a classmate" in text, text
     assert SECRET not in text and not re.search(r"submissions/\w", text), text
+
+
+def test_an_answer_the_grader_computes_with_does_not_size_its_work(graded):
+    """stops_despite_ignore_eos with a million beams: the grader runs it greedily, as the test says, and scores
+    it as the same settings without beams."""
+    assert graded["grades"]["million-beams"] == graded["expected"]["million-beams"]
+    assert graded["expected"]["million-beams"]["ch09-ex1"] == 3
