@@ -9,8 +9,9 @@
 An exercise cell keeps its first line and gets the solution's section K (notebooks/solutions/chNN.py, after its
 `# %% Exercise K` line), after the few statements of the solution's setup that the section reads (not the whole
 setup, and no import the notebook already made above the cell). Then the cells the grader would run (the
-solutions, the check cells and the lecture cells they need; scripts/grade.py, "What runs") are run, so each check
-cell shows its ✓; the other cells keep the committed outputs of the student edition (--no-execute: none run).
+solutions and the lecture cells they need; scripts/grade.py, "What runs"), and the check cells with what they
+need, are run, so each check cell shows its ✓; the other cells keep the committed outputs of the student edition
+(--no-execute: none run).
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ For course staff only: do not hand this folder to students. It holds
    file's name is the student's name in the results), or one folder per student as course platforms export
    them (`alice/ch06.ipynb`). Any chapter, English or Chinese, can be mixed.
 2. From the repository: `make grade SUBMISSIONS=path/to/folder` (offline, no Docker; `TIMEOUT=120` gives each
-   cell 120 s instead of 60). Submissions are graded one per CPU at once, each in its own sandbox, and only the
-   cells the exercises need run: the students' own cells, the checks, and the lecture cells they depend on (a
-   cell that only draws a figure, makes a widget or generates a sample text is checked, not run).
+   cell 120 s instead of 60). Submissions are graded one per CPU at once, each in its own bubblewrap sandbox,
+   and only the cells the exercises need run there: the students' own cells and the lecture cells they depend
+   on (a cell that only draws a figure, makes a widget or generates a sample text is checked, not run). The
+   tests (`tests/`) run outside the sandbox, on the grader's own copy of teachllm and the model: a student's code
+   can get its answers wrong, never its score changed.
 3. Read `path/to/folder/grades.csv` (student, exercise, points, max_points), `totals.csv` (each student's
-   total), `skipped.csv` (files that are not readable notebooks, and why) and `review.csv` (code worth reading
-   before you trust a score, such as a cell that imports otter), and send each student
+   total), `skipped.csv` (files that are not readable notebooks, and why) and `review.csv` (code you may want
+   to read, such as a cell that imports otter or rebinds `lm`: attempts, which cannot change a score), and send
+   each student
    `path/to/folder/feedback/<student>.md`: points per exercise and what the checks found, in the notebook's
    language, never the tests' code or expected values.
 
@@ -87,7 +91,7 @@ def executed(nb, path: Path, chapter: str) -> nbformat.NotebookNode:
     keep their committed outputs. Stops with the cell's error if a solution or a check raises."""
     from nbclient import NotebookClient
 
-    run = grade.cells_to_run(nb, nbformat.read(path, as_version=4), chapter)
+    run = grade.cells_to_run(nb, nbformat.read(path, as_version=4), chapter, checks=True)
     part = nbformat.from_dict(nb)
     part.cells = [c for c, keep in zip(part.cells, run, strict=True) if keep]
     NotebookClient(part, timeout=900, kernel_name="python3", record_timing=False, store_widget_state=False,

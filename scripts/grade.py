@@ -8,16 +8,28 @@ A student is a notebook's file name (alice.ipynb, alice.IPYNB), or the name of a
 
 For each submission: read it (a file that is not a readable notebook is skipped, with the reason, and the batch
 goes on), find its chapter (the notebook's metadata, else the distributed notebook it matches best), check that
-the cells we distributed are unchanged, then run the cells grading needs (below) with the chapter's full tests
-(notebooks/grading/tests/chNN-exK.py, hidden cases included) through otter-grader's library,
-`otter.execute.grade_notebook`. --jobs submissions (default: one per CPU) are graded at once, each in its own
-sandbox with its share of the CPUs as torch threads.
+the cells we distributed are unchanged, run the cells grading needs (below) in a sandbox, and then run the
+chapter's full tests (notebooks/grading/tests/chNN-exK.py, otter's format, hidden cases included) here, outside
+the sandbox. --jobs submissions (default: one per CPU) are graded at once, each in its own sandbox with its share
+of the CPUs as torch threads.
+
+The trust boundary (scripts/grade_sandbox.py). The student's code runs only in the sandbox; the tests run only in
+this process, on a pristine teachllm: their `env` is the notebook's globals asked of the sandbox one name at a
+time, their `env["lm"]` is this process's own model (loaded once per run), and a student's function given inputs
+by a test runs in the sandbox and sends back its result. What crosses is data, as JSON (teachllm.course.answers:
+numbers, text, lists, sets, dicts, tensors and numpy arrays byte for byte, teachllm's dataclasses rebuilt by their
+constructors; nothing pickled, no code); the inputs go in, the answers come out, and the expected values are
+computed and compared here, never in the sandbox, which sees no test file. So code in a submission can change its
+own answers and nothing else: not the tests, the library they compute with, the model, the points, or another
+student's grading (each has its own sandbox; this process keeps only what the pristine side computed). A
+failure message is a test's own assertion text, the error the student's code raised, or, for an error in a test's
+code, only its type: never a test's source or an expected value.
 
 What runs. A lecture cell (a code cell of the distributed notebook, found unchanged in the submission) is checked
 for tampering, and run only when the exercises need it; everything else runs. Precisely, read from the code
 (Python's own scope analysis, `symtable`, and the syntax tree), walking from the last cell to the first:
-- always run: exercise cells, check cells, and every cell the student added or changed (their code is what is
-  graded; a changed lecture cell is tampering anyway);
+- always run: exercise cells and every cell the student added or changed (their code is what is graded; a changed
+  lecture cell is tampering anyway). The check cells are lecture cells: the grader's tests do their work;
 - a lecture cell runs when it binds a name (assignment, import, def, for, with) that a running cell after it or
   the tests read (every identifier in a string of the chapter's test files counts as read), or changes in place an
   object such a name holds (x.a = ..., x[i] = ..., +=, del, a method that changes its object: x.append(...),
@@ -32,23 +44,25 @@ viz.next_token_logits, sampling.* leave their arguments as they were). It does n
 state that a skipped cell would have consumed: the tests seed their own generators.
 
 Each submission runs in a sandbox of its own (bubblewrap, `bwrap`; `apt-get install bubblewrap`): a private
-/tmp holding a copy of the notebook and of the chapter's tests, the rest of the machine read-only, the
-submissions folder, the course's hidden tests and solutions not visible at all, no network, its own process
-namespace (every process it starts ends with it), and limits on memory (--memory), CPU time, file size and
-printed output. The grader reads the results from a file it gave the sandbox, checks them (known exercises,
-points between 0 and the maximum) and removes from the messages anything that quotes a test file.
+/tmp holding a copy of the notebook, the rest of the machine read-only, the submissions folder, the course's
+tests, solutions and test suite not visible at all, no network, its own process namespace (every process it
+starts ends with it), and limits on memory (--memory), CPU time, file size and printed output. Inside, only
+scripts/grade_runner.py runs: it runs the notebook's cells in one IPython shell, then answers the grader's
+questions about its globals through two pipes.
 
-- A cell that runs longer than --timeout seconds is interrupted and the rest of the notebook still runs; a
-  submission that takes longer than --limit in all is stopped and scores zero, with the reason in its feedback.
+- A cell, or a call of a student's function, that runs longer than --timeout seconds is interrupted and grading
+  goes on; a submission that takes longer than --limit in all is stopped and scores zero, with the reason in its
+  feedback, as does one whose sandbox ends early (os._exit, a crash, out of memory).
 - An error in one exercise's cell fails that exercise's checks only.
 - A changed or deleted distributed code cell marks the exercise it checks (a check cell) or every exercise (any
   other cell) as tampered: zero points, with the cell named in the feedback. Markdown cells are not compared.
 
 Writes, in the folder: grades.csv (student,exercise,points,max_points: one row per student and exercise),
 totals.csv (student,points,max_points), skipped.csv (file,reason: what was not graded and why), review.csv
-(student,reason: code a lecturer should read, such as a cell that imports otter or rebinds `lm`; the tests run
-in the student's own Python, so such code can change a score) and feedback/<student>.md (points and failure
-messages per exercise, in the notebook's language; never a test's source). Progress goes to stderr.
+(student,reason: code a lecturer may want to read, such as a cell that imports otter or rebinds `lm`: a
+heuristic, not a defence, since such code can change only the submission's own answers) and
+feedback/<student>.md (points and failure messages per exercise, in the notebook's language). Progress goes to
+stderr.
 """
 
 from __future__ import annotations
@@ -58,13 +72,9 @@ import ast
 import csv
 import io
 import json
-import math
 import os
 import re
-import resource
-import shutil
 import signal
-import subprocess
 import symtable
 import sys
 import tempfile
@@ -76,6 +86,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import grade_sandbox as sandbox  # noqa: E402  (scripts/ is not a package)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -98,15 +111,9 @@ def test_files(chapter: str) -> list[Path]:
     return sorted(TESTS.glob(f"ch{chapter}-ex*.py"), key=lambda p: int(p.stem.split("-ex")[1]))
 
 
-TEST_FILE_LOCK = threading.Lock()  # reading a test file runs its imports: transformers' lazy imports race in threads
-
-
 def max_points(path: Path) -> float:
     """The points a test file is worth: the sum over its test cases."""
-    from otter.test_files import ExceptionTestFile
-
-    with TEST_FILE_LOCK:
-        return float(sum(tc.points for tc in ExceptionTestFile.from_file(str(path)).test_cases))
+    return float(sum(tc.points for tc in sandbox.test_file(path).test_cases))
 
 
 def source(chapter: str) -> Path:
@@ -322,20 +329,13 @@ def identify(nb, notebooks: Path = NOTEBOOKS) -> tuple[str | None, str]:
     return best
 
 
-def ignored_by_otter(cell) -> bool:
-    """otter skips a cell tagged `otter_ignore` (or with metadata otter.ignore); the grader runs every cell."""
-    otter_meta = cell.metadata.get("otter", {})
-    return "otter_ignore" in cell.metadata.get("tags", []) or (isinstance(otter_meta, dict) and bool(
-        otter_meta.get("ignore")))
-
-
 def tampering(nb, reference) -> dict[str, list[str]]:
     """Which distributed code cells a submission changed or deleted: exercise name (or "*" for all) → the cells.
 
     A cell is found by its id (Jupyter keeps ids): a cell with that id must hold the same code. A cell whose id is
     gone is found by its text anywhere in the notebook. Exercise cells are the student's to change and are skipped;
     cells a student added are not checked (review() reads them)."""
-    cells = [c for c in code_cells(nb) if not ignored_by_otter(c)]  # a copy tagged otter_ignore does not count
+    cells = code_cells(nb)
     by_id = {c.get("id"): c for c in cells}
     sources = {c.source.strip() for c in cells}
     touched: dict[str, list[str]] = {}
@@ -358,11 +358,12 @@ SUSPECT_ATTRIBUTES = {"__code__", "__globals__", "__builtins__", "__dict__", "_e
 
 
 def review(nb, reference, chapter: str) -> list[str]:
-    """Code in a submission that a lecturer should read, because it can change what the tests see: the tests run
-    in the student's Python, after their cells. Reads the cells that are not distributed unchanged: importing
-    otter or ctypes, exec and friends, changing an attribute of a module the chapter imports (tl.bpe.train_bpe =
-    ...), or assigning a name that the chapter's cells define and the tests read (lm). A heuristic: it flags, it
-    never changes a score, and code written to hide from it is not found."""
+    """Code in a submission that a lecturer may want to read, because it reaches for the grading machinery or
+    rewrites what the chapter gives: importing otter or ctypes, exec and friends, changing an attribute of a module
+    the chapter imports (tl.bpe.train_bpe = ...), or assigning a name that the chapter's cells define and the
+    tests read (lm). Reads the cells that are not distributed unchanged. A heuristic, and no longer a defence: the
+    tests run outside the student's Python (see the module's docstring), so such code changes only the student's
+    own answers. It flags, it never changes a score, and code written to hide from it is not found."""
     distributed = {c.source.strip() for c in code_cells(reference)}
     modules, defined = set(), set()
     for cell in code_cells(reference):
@@ -410,7 +411,7 @@ def review(nb, reference, chapter: str) -> list[str]:
                     while isinstance(root, ast.Attribute):
                         root = root.value
                     if isinstance(root, ast.Name) and root.id in protected:
-                        found.append(f"cell {n} assigns {ast.unparse(node)}, which the tests may use")
+                        found.append(f"cell {n} rebinds {ast.unparse(node)}")
     return list(dict.fromkeys(found))
 
 
@@ -527,15 +528,17 @@ def names_the_tests_read(chapter: str) -> set[str]:
     return names
 
 
-def cells_to_run(nb, reference, chapter: str) -> list[bool]:
-    """For each cell of the submission, whether the grader runs it (see the module's docstring, "What runs").
+def cells_to_run(nb, reference, chapter: str, checks: bool = False) -> list[bool]:
+    """For each cell of the submission, whether the grader runs it (see the module's docstring, "What runs");
+    checks=True: the check cells run too, as the student's always do (the instructor edition shows their ✓).
 
-    The student's cells (exercise cells, cells they added or changed) and the check cells always run. A lecture
-    cell (a code cell of the distributed notebook, unchanged) runs when it binds or changes a name that a later
-    running cell or the tests read, or when it changes state no name shows; the names it reads are then needed
-    too. Walked from the last cell to the first, so each lecture cell is decided on what runs after it."""
-    lecture = {c.source.strip() for c in code_cells(reference)
-               if not {"exercise", "check"} & set(c.metadata.get("tags", []))}
+    The student's cells (exercise cells, cells they added or changed) always run. A lecture cell (a code cell of
+    the distributed notebook, unchanged; the check cells too, whose work the grader's own tests do) runs when it
+    binds or changes a name that a later running cell or the tests read, or when it changes state no name shows;
+    the names it reads are then needed too. Walked from the last cell to the first, so each lecture cell is decided
+    on what runs after it."""
+    mine = {"exercise", "check"} if checks else {"exercise"}
+    lecture = {c.source.strip() for c in code_cells(reference) if not mine & set(c.metadata.get("tags", []))}
     imported = set()  # a module or an imported name: changing it (os.environ[...] = ..., tl.x = ...) is global state
     for cell in code_cells(reference):
         try:
@@ -557,260 +560,24 @@ def cells_to_run(nb, reference, chapter: str) -> list[bool]:
     return run
 
 
-# ---- the sandbox ------------------------------------------------------------------------------------------------
-
-RUNNING: set[int] = set()  # the process groups of the sandboxes running now (one per job), to stop on Ctrl-C
-INSIDE = Path("/tmp/grade")  # in the sandbox: in/ (read-only: the notebook, the tests), notebooks/ (the kernel's cwd)
-BWRAP_MISSING = ("grade: bubblewrap (`bwrap`) is needed to run students' notebooks in a sandbox and was not found: "
-                 "install it (sudo apt-get install bubblewrap) and run again")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one submission may use. Each process in the sandbox gets the memory, CPU and file-size limits."""
-
-    timeout: int = 60  # seconds one cell may run before it is interrupted
-    limit: int = 900  # seconds the whole submission may take (wall clock), then it is stopped
-    memory_gb: float = 6.0  # address space of each process (the kernel, the runner), GiB
-    output_mb: float = 10.0  # printed output the runner keeps count of; the rest is dropped
-    file_mb: int = 64  # the largest file a process may write
-    tmp_mb: int = 512  # the sandbox's /tmp, in memory
-    jobs: int = 1  # submissions graded at once, each in its own sandbox
-
-    def __post_init__(self):
-        for name in ("timeout", "limit", "memory_gb", "output_mb", "file_mb", "tmp_mb", "jobs"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise SystemExit(f"grade: --{name.split('_')[0]} must be a positive number, not {value!r}")
-
-    def rlimits(self) -> list[tuple[int, int]]:
-        """(resource, value) for each limit, no higher than this process's own hard limit."""
-        memory = int(self.memory_gb * 2**30)
-        cpu = int(self.limit * (os.cpu_count() or 1))  # CPU seconds: a kernel with n threads uses n per wall second
-        out = []
-        for kind, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_CORE, 0),
-                            (resource.RLIMIT_FSIZE, self.file_mb * 2**20), (resource.RLIMIT_NPROC, 4096)):
-            hard = resource.getrlimit(kind)[1]
-            out.append((kind, value if hard == resource.RLIM_INFINITY else min(value, hard)))
-        return out  # RLIMIT_NPROC counts the user's processes; root is exempt
-
-    def applier(self):
-        """The function that sets the limits in the sandbox's first process (its children inherit them), between
-        fork and exec: it only calls setrlimit on values computed here, as is safe with the grader's threads."""
-        values = self.rlimits()
-
-        def apply() -> None:
-            for kind, value in values:
-                resource.setrlimit(kind, (value, value))
-
-        return apply
-
-
-def require_bwrap() -> None:
-    """Stop with what to do when bubblewrap is missing or cannot make a sandbox here."""
-    if shutil.which("bwrap") is None:
-        sys.exit(BWRAP_MISSING)
-    done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"grade: bubblewrap cannot make a sandbox here ({done.stderr.strip()}): it needs user namespaces "
-                 "(sysctl kernel.unprivileged_userns_clone=1) or root; in a container, allow them")
-
-
-def needed_paths() -> list[Path]:
-    """What the sandbox must see (read-only): the checkout (teachllm, this script), Python and the venv, the model
-    caches."""
-    from teachllm.checkpoints.convert import cache_dir
-
-    hf_home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
-    paths = [ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent, cache_dir(), hf_home]
-    return [p.resolve() for p in paths if p.exists()]
-
-
-def hidden_paths(folder: Path) -> list[Path]:
-    """What the sandbox must not see although / is there read-only: the submissions (and output) folder, the
-    course's full tests, solutions, test suite, history and instructor edition. Under /tmp only what is under a
-    needed path bound again: the rest of /tmp is a fresh one."""
-    paths = [folder.resolve(), TESTS.parent, SOLUTIONS, ROOT / "tests", ROOT / ".git", ROOT / "book" / "_build"]
-    again = [p for p in needed_paths() if p.is_relative_to("/tmp")]
-    return [p for p in paths if p.is_dir() and (not p.is_relative_to("/tmp") or any(p.is_relative_to(a)
-                                                                                     for a in again))]
-
-
-def check_folder_placement(folder: Path) -> None:
-    """The submissions folder is hidden in the sandbox: it must not hold the course or Python themselves."""
-    needed = [ROOT, Path(sys.prefix).resolve(), Path(sys.executable).resolve()]
-    if any(p.is_relative_to(folder.resolve()) for p in needed):
-        sys.exit(f"grade: {folder} holds the course's checkout or its Python, which the sandbox hides with the "
-                 "submissions: put the submissions in a folder of their own (make grade SUBMISSIONS=path/to/folder)")
-
-
-def sandbox_env(limits: Limits) -> dict[str, str]:
-    """The environment inside: the model's settings and a private home, nothing else of the grader's. Each of the
-    --jobs submissions running at once gets its share of the CPUs as torch's threads (unless OMP_NUM_THREADS is
-    set), so that they do not fight over the cores."""
-    from teachllm.checkpoints.convert import cache_dir
-
-    keep = {k: v for k, v in os.environ.items()
-            if k in ("PATH", "LANG", "LC_ALL", "TZ") or k.startswith(("TEACHLLM_", "OMP_", "MKL_"))}
-    keep.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // limits.jobs)))
-    hf_home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    return {**keep, "HOME": "/tmp/home", "TMPDIR": "/tmp", "TEACHLLM_CACHE": str(cache_dir().resolve()),
-            "HF_HOME": hf_home, "HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def bwrap_command(inputs: Path, folder: Path, lang: str, limits: Limits, inner: list[str]) -> list[str]:
-    """bwrap's arguments: / read-only, a fresh /tmp, /dev and /proc, the hidden folders covered, the inputs
-    read-only at /tmp/grade/in, the public checks where the chapter's notebook finds them, no network, a PID
-    namespace of its own that ends when its first process ends or the grader dies."""
-    cwd = INSIDE / "notebooks" if lang == "en" else INSIDE / "notebooks" / lang
-    command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp"]
-    for path in needed_paths():
-        if path.is_relative_to("/tmp"):  # a checkout or venv under /tmp: seen again, read-only
-            command += ["--ro-bind", str(path), str(path)]
-    for path in hidden_paths(folder):
-        command += ["--tmpfs", str(path), "--remount-ro", str(path)]
-    command += ["--ro-bind", str(inputs), str(INSIDE / "in"), "--dir", str(cwd), "--dir", "/tmp/home",
-                "--ro-bind", str(NOTEBOOKS / "checks"), str(INSIDE / "notebooks" / "checks"),
-                "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--chdir", str(cwd), "--", *inner]
-    return command
-
+# ---- the copy that runs in the sandbox ---------------------------------------------------------------------------
 
 def runnable(nb, run: list[bool] | None = None) -> nbformat.NotebookNode:
-    """The copy that runs: the cells `run` names (default all; otter's ignore tags and cell settings dropped), no
-    old outputs."""
+    """The copy that runs: the cells `run` names (default all), no old outputs."""
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     if run is not None:
         nb.cells = [c for c, keep in zip(nb.cells, run, strict=True) if keep or c.cell_type != "code"]
     for cell in nb.cells:
-        cell.metadata.pop("otter", None)
-        if "tags" in cell.metadata:
-            cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != "otter_ignore"]
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     return nb
-
-
-def run_sandboxed(nb, chapter: str, lang: str, folder: Path, limits: Limits,
-                  run: list[bool] | None = None) -> tuple[dict | None, str | None]:
-    """Run the notebook with the chapter's full tests in a sandbox: (the runner's raw results, None) or
-    (None, why there are none). The log (the runner's and the kernel's stderr) goes to the grader's stderr."""
-    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        inputs = Path(tmp) / "in"
-        (inputs / "tests").mkdir(parents=True)
-        for test in test_files(chapter):
-            shutil.copyfile(test, inputs / "tests" / test.name)
-        nbformat.write(runnable(nb, run), inputs / "submission.ipynb")
-        with open(Path(tmp) / "result.json", "wb+") as result, open(Path(tmp) / "log.txt", "wb+") as log:
-            inner = [sys.executable, str(Path(__file__).resolve()), "--one", str(INSIDE / "in" / "submission.ipynb"),
-                     "--chapter", chapter, "--tests", str(INSIDE / "in" / "tests"), "--timeout", str(limits.timeout),
-                     "--output", str(limits.output_mb), "--out-fd", str(result.fileno())]
-            process = subprocess.Popen(bwrap_command(inputs, folder, lang, limits, inner), stdin=subprocess.DEVNULL,
-                                       stdout=log, stderr=log, pass_fds=(result.fileno(),), env=sandbox_env(limits),
-                                       preexec_fn=limits.applier(), start_new_session=True)
-            RUNNING.add(process.pid)
-            try:
-                process.wait(timeout=limits.limit)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)  # bwrap; --die-with-parent ends every process inside
-                process.wait()
-                return None, f"the notebook did not finish within {limits.limit} s"
-            finally:
-                RUNNING.discard(process.pid)
-            result.seek(0)
-            text = result.read(2**20).decode("utf-8", "replace")
-            log.seek(max(0, log.seek(0, os.SEEK_END) - 2000))
-            tail = "".join(c if c.isprintable() or c == "\n" else "?" for c in log.read().decode("utf-8", "replace"))
-    try:
-        return json.loads(text), None
-    except json.JSONDecodeError:
-        print(f"    the sandbox ended (exit code {process.returncode}) without results; its log ends:\n{tail}",
-              file=sys.stderr)
-        return None, (f"the grading run stopped (exit code {process.returncode}) without results, for example "
-                      "out of memory: run the notebook top to bottom in Jupyter and make it finish")
-
-
-# ---- grading: the runner in the sandbox, the checks outside ----------------------------------------------------
-
-def run_one(path: Path, chapter: str, tests: Path, timeout: int, output_mb: float) -> dict:
-    """In the sandbox: run one submission with the chapter's full tests (otter's grade_notebook starts the kernel)
-    and return {"exercises": {name: {"points", "messages"}}, "stopped", "printed"}. Printed output is counted and
-    dropped (the results come from otter's own file), so a print loop does not fill the runner's memory."""
-    import nbclient.client
-    import otter.execute
-    from nbclient.exceptions import DeadKernelError
-    from otter.execute import grade_notebook
-    from traitlets.config import Config
-
-    from teachllm.course.grading import failure_message
-
-    printed = [0]
-
-    def count_and_drop(self, outs, msg, display_id, cell_index):  # nbclient's NotebookClient.output, keeping nothing
-        if msg.get("msg_type") == "stream":
-            printed[0] += len(msg.get("content", {}).get("text", ""))
-
-    nbclient.client.NotebookClient.output = count_and_drop
-    # grade_notebook builds its own traitlets Config and takes no cell time limit: give it one with ours in it
-    otter.execute.Config = lambda: Config(ExecutePreprocessor={"timeout": timeout, "interrupt_on_timeout": True})
-    files = sorted(tests.glob(f"ch{chapter}-ex*.py"), key=lambda p: int(p.stem.split("-ex")[1]))
-    try:
-        results = grade_notebook(str(path), tests_glob=[str(p) for p in files], test_dir=str(tests),
-                                 ignore_errors=True)
-    except DeadKernelError:
-        return {"exercises": {}, "stopped": True, "printed": printed[0]}
-    out = {}
-    for test in files:
-        try:
-            tf = results.get_result(test.stem)
-        except (KeyError, AttributeError):
-            continue
-        messages = list(dict.fromkeys(failure_message(r.message) for r in tf.test_case_results if not r.passed))
-        out[test.stem] = {"points": float(tf.score), "messages": messages}
-    return {"exercises": out, "stopped": False, "printed": printed[0]}
-
-
-def checked(raw, exercises: dict) -> dict:
-    """The runner's results, checked before they count: known exercises, points from 0 to the exercise's maximum,
-    messages as text. Raises ValueError naming what is wrong."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("exercises"), dict):
-        raise ValueError("not an object with exercises")
-    out = {}
-    for name, entry in raw["exercises"].items():
-        if name not in exercises or not isinstance(entry, dict):
-            raise ValueError(f"an unknown exercise {name!r}")
-        points, messages = entry.get("points"), entry.get("messages")
-        if isinstance(points, bool) or not isinstance(points, int | float) or not 0 <= points <= exercises[name]["max"]:
-            raise ValueError(f"{name}: points {points!r} outside 0 to {exercises[name]['max']:g}")
-        if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
-            raise ValueError(f"{name}: messages that are not a list of text")
-        out[name] = {"points": float(points), "messages": messages}
-    return out
-
-
-def scrubber(chapter: str):
-    """A function that removes from a failure message every line that names a test file or its folder, or repeats
-    a line of the chapter's test files (so no hidden case's code or expected value is quoted), and shortens it."""
-    files = test_files(chapter)
-    secret = {s for t in files for line in t.read_text(encoding="utf-8").splitlines() if len(s := line.strip()) >= 12}
-    markers = [str(TESTS), str(INSIDE), "grading/tests", "@test_case", "env[", "env.get(", *(t.name for t in files)]
-
-    def scrub(message: str) -> str:
-        lines = [line for line in message.splitlines()
-                 if line.strip() not in secret and not any(m in line for m in markers)]
-        text = "\n".join(lines).strip()
-        return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + " […]"
-
-    return scrub
 
 
 STOPPED = ("your notebook stopped the Python kernel (os._exit, a crash, or running out of memory), so no check could "
            "run: run it top to bottom in Jupyter, find the cell after which the kernel restarts, and fix it")
 
 
-def grade_submission(nb, folder: Path, limits: Limits, notebooks: Path = NOTEBOOKS) -> dict:
+def grade_submission(nb, folder: Path, limits: sandbox.Limits, notebooks: Path = NOTEBOOKS) -> dict:
     """Grade one notebook: {"chapter", "lang", "exercises": {name: {"points", "max", "messages", "status"}},
     "notes", "review"}."""
     chapter, lang = identify(nb, notebooks)
@@ -820,34 +587,35 @@ def grade_submission(nb, folder: Path, limits: Limits, notebooks: Path = NOTEBOO
                  for t in test_files(chapter)}
     reference = nbformat.read(distributed(chapter, lang, notebooks), as_version=4)
     touched = tampering(nb, reference)
-    raw, problem = run_sandboxed(nb, chapter, lang, folder, limits, cells_to_run(nb, reference, chapter))
-    ran, notes = {}, []
-    if raw is not None and isinstance(raw, dict) and raw.get("stopped") is True:
-        problem = STOPPED
-    elif raw is not None:
-        try:
-            ran = checked(raw, exercises)
-        except ValueError as error:
-            problem = f"the grading run returned results the grader does not accept ({error})"
-        printed = raw.get("printed") if isinstance(raw, dict) and isinstance(raw.get("printed"), int) else 0
-        if printed > limits.output_mb * 2**20:
-            notes.append(f"The notebook printed {printed / 2**20:.0f} MB; the grader keeps none of it (more than "
-                         f"{limits.output_mb:g} MB slows grading: print less).")
-    scrub = scrubber(chapter)
+    ran, problem, notes = {}, None, []
+    box = sandbox.Sandbox(runnable(nb, cells_to_run(nb, reference, chapter)), lang, folder, limits)
+    try:
+        with box:
+            ran = sandbox.run_tests(box, test_files(chapter), lang)
+            box.end()
+    except sandbox.SandboxGone as error:
+        if box.left() > 0:  # it ended or broke off, rather than ran out of time
+            print(f"    the sandbox stopped answering ({error}); its log ends:\n{box.log_tail}", file=sys.stderr)
+            problem = STOPPED
+        else:
+            problem = f"the notebook did not finish within {limits.limit} s"
+    if box.printed > limits.output_mb * 2**20:
+        notes.append(f"The notebook printed {box.printed / 2**20:.0f} MB; the grader keeps none of it (more than "
+                     f"{limits.output_mb:g} MB slows grading: print less).")
     for name, entry in exercises.items():
         if problem:
             entry.update(status="not graded", messages=[problem])
         elif name in touched or "*" in touched:
             entry.update(status="tampered", messages=touched.get(name, []) + touched.get("*", []))
-        elif name in ran:
-            messages = [s for m in ran[name]["messages"] if (s := scrub(m))][:MESSAGES]
-            if not messages and ran[name]["points"] < entry["max"]:
-                messages = ["a check failed; its message quoted the tests and is not shown"]
-            entry.update(points=ran[name]["points"], messages=messages)
         else:
-            entry.update(messages=["the checks of this exercise did not run"])
+            messages = [shorten(m) for m in ran[name]["messages"] if m][:MESSAGES]
+            entry.update(points=ran[name]["points"], messages=messages)
     return {"chapter": chapter, "lang": lang, "exercises": exercises, "notes": notes,
             "review": review(nb, reference, chapter)}
+
+
+def shorten(message: str) -> str:
+    return message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS] + " […]"
 
 
 # ---- feedback and the folder's files ---------------------------------------------------------------------------
@@ -929,28 +697,15 @@ def main() -> None:
                         help="submissions graded at once, each in its own sandbox (default: the number of CPUs)")
     parser.add_argument("--notebooks", type=Path, default=NOTEBOOKS,
                         help="the folder of the notebooks as distributed (default: notebooks/; a test's own)")
-    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # internal: the runner, in the sandbox
-    parser.add_argument("--chapter", help=argparse.SUPPRESS)
-    parser.add_argument("--tests", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--out-fd", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if args.one:
-        try:
-            result = run_one(args.one, args.chapter, args.tests, args.timeout, args.output)
-        except Exception as error:  # the grader outside reads no results and says so
-            print(f"grade --one: {type(error).__name__}: {error}", file=sys.stderr)
-            raise
-        with os.fdopen(args.out_fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(result))
-        return
     if args.folder is None or not args.folder.is_dir():
         sys.exit(f"grade: {args.folder} is not a folder of submitted notebooks (make grade SUBMISSIONS=folder)")
-    limits = Limits(timeout=args.timeout, limit=args.limit, memory_gb=args.memory, output_mb=args.output,
+    limits = sandbox.Limits(timeout=args.timeout, limit=args.limit, memory_gb=args.memory, output_mb=args.output,
                     jobs=args.jobs)
     check_outputs(args.folder)
-    check_folder_placement(args.folder)
-    require_bwrap()
+    sandbox.check_folder_placement(args.folder)
+    sandbox.require_bwrap()
     submissions, skipped = find_submissions(args.folder)
     if not submissions and not skipped:
         sys.exit(f"grade: no .ipynb files in {args.folder} (nor in a folder per student)")
@@ -985,7 +740,7 @@ def main() -> None:
         results = list(pool.map(lambda entry: attempt(*entry), submissions))
     except KeyboardInterrupt:  # stop every sandbox now rather than wait for them
         pool.shutdown(wait=False, cancel_futures=True)
-        for pid in list(RUNNING):
+        for pid in list(sandbox.RUNNING):
             os.killpg(pid, signal.SIGKILL)
         sys.exit("grade: interrupted; nothing written")
     pool.shutdown()

@@ -15,6 +15,11 @@ six kinds, in turn, so that a class of 100 holds 17 of each of the first four an
 
 The expected total of each student is written to expected.csv beside the folder's submissions (student, kind,
 points), so a run can be checked against it: python scripts/grade_make_class.py --check /tmp/class100.
+
+Measured with the tests run outside the sandbox (scripts/grade_sandbox.py), on a 2-core Intel Xeon (AVX-512)
+shared with other work (1-minute load 3.3 to 7.0, median 3.6): 100 submissions in 15 min 11 s with --jobs 2, 6.6
+a minute, 100 of 100 as expected. The 16 looping ones spent 1,099 of the 1,810 job-seconds in their cell time limit
+(60 s each); the others took 8 s each (median).
 """
 
 from __future__ import annotations

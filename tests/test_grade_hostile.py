@@ -63,16 +63,16 @@ def greedy_token_probability(logits, temperature):
     raise RuntimeError(PROBE)
 '''
 
-QUOTE = '''# Exercise 2 (quotes the hidden tests in its error)
+QUOTE = '''# Exercise 2 (quotes the hidden tests in its error, if it can read them)
 def kept_after(logits, temperature, k=None, top_p=None):
-    text = "{hidden_line}"
+    text = "no test file"
     for path in (r"{checkout_test}", "/tmp/grade/in/tests/ch06-ex2.py"):
         try:
             text = open(path).read()
             break
         except OSError:
             pass
-    raise RuntimeError("see {checkout_test}: " + text)
+    raise RuntimeError(text)
 '''
 
 ATTACK = '''import os, subprocess, sys
@@ -98,7 +98,7 @@ def hostile_notebooks(reference, folder: Path, tmp: Path, token: str) -> dict[st
     every = set(range(1, len(grade.test_files(CHAPTER)) + 1))
     probe = submission(reference, CHAPTER, every, {
         1: PROBE.format(folder=folder, checkout_test=CHECKOUT_TEST),
-        2: QUOTE.format(checkout_test=CHECKOUT_TEST, hidden_line=HIDDEN_LINE)})
+        2: QUOTE.format(checkout_test=CHECKOUT_TEST)})
     n, check = next((n, c) for n, c in enumerate(probe.cells) if f'grader.check("ch{CHAPTER}-ex3")' in c.source)
     copy = nbformat.v4.new_code_cell(check.source, metadata={"tags": ["otter_ignore"]})  # the untouched copy
     check.source = 'print("all checks passed")'  # the real check cell, edited: tampering
@@ -223,16 +223,11 @@ def test_feedback_quotes_no_test_and_says_the_output_was_too_long(graded):
     text = feedback(graded, "=2+5")
     for secret in (HIDDEN_LINE, "grading/tests", "ch06-ex2.py", "@test_case", "test_top_k"):
         assert secret not in text, f"the feedback quotes {secret!r}:\n{text}"
+    assert "no test file" in text, text  # the student's own error came through
     assert "printed 3 MB" in text
 
 
-def test_an_ignored_copy_of_a_check_cell_does_not_hide_tampering(graded):
-    rows = read_csv(graded["folder"] / "grades.csv")
-    assert [float(p) for s, e, p, _ in rows if s == "'=2+5" and e == "ch06-ex3"] == [0]
-    assert "changed" in feedback(graded, "=2+5")
-
-
-def test_code_that_can_change_a_score_is_listed_for_review(graded):
+def test_code_worth_reading_is_listed_for_review(graded):
     reasons = [reason for student, reason in read_csv(graded["folder"] / "review.csv")[1:] if student == "'=2+5"]
     assert any("imports otter.test_files" in r for r in reasons), reasons
     assert any("tl.SamplingParams" in r for r in reasons), reasons
@@ -272,15 +267,41 @@ def test_without_bubblewrap_the_grader_says_how_to_install_it(tmp_path):
     assert done.returncode != 0 and "apt-get install bubblewrap" in done.stderr, done.stderr
 
 
-@pytest.mark.parametrize("forged", [
-    {"ch06-ex1": {"points": 99, "messages": []}}, {"ch06-ex1": {"points": float("nan"), "messages": []}},
-    {"ch06-ex1": {"points": True, "messages": []}}, {"ch99-ex1": {"points": 1, "messages": []}},
-    {"ch06-ex1": {"points": 1, "messages": "not a list"}}, "not an object"])
-def test_results_the_grader_does_not_accept(forged):
-    """What comes out of the sandbox is checked before it counts: more points than the exercise has, or an
-    exercise the chapter does not have, is refused, and the submission is reported as not graded."""
-    exercises = {p.stem: {"max": grade.max_points(p)} for p in grade.test_files(CHAPTER)}
-    with pytest.raises(ValueError):
-        grade.checked({"exercises": forged} if isinstance(forged, dict) else forged, exercises)
-    assert grade.checked({"exercises": {"ch06-ex1": {"points": 3, "messages": []}}}, exercises) == {
-        "ch06-ex1": {"points": 3.0, "messages": []}}
+STUCK = '''import signal, subprocess, sys
+for ring in (signal.SIGALRM, signal.SIGINT):  # neither the grader's cell timer nor an interrupt stops it
+    signal.signal(ring, signal.SIG_IGN)
+subprocess.Popen(["setsid", sys.executable, "-c", "import time\\nwhile True:\\n    time.sleep(1)", "{token}"],
+                 start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+while True:
+    pass
+'''
+
+
+def test_a_submission_stopped_at_its_limit_leaves_no_process(tmp_path):
+    """A notebook that ignores the cell timer and the interrupt, and has started a process in a session of its
+    own, is stopped at --limit: it scores zero with the reason, and no process of it outlives the grader."""
+    if shutil.which("bwrap") is None and os.environ.get("CI") != "true":
+        pytest.skip("bubblewrap is not installed (sudo apt-get install bubblewrap): the grader needs it")
+    folder, token = tmp_path / "submissions", f"grader-stuck-{uuid.uuid4().hex}"
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook(metadata={"teachllm": {"chapter": CHAPTER}})
+    nb.cells.append(nbformat.v4.new_code_cell(STUCK.format(token=token)))
+    nbformat.write(nb, folder / "stuck.ipynb")
+    log = open(tmp_path / "grader.log", "w+")  # noqa: SIM115  (read after the grader ends)
+    grader = subprocess.Popen([sys.executable, str(GRADE), str(folder), "--timeout", "5", "--limit", "15"],
+                              stdout=subprocess.DEVNULL, stderr=log, text=True)
+    try:
+        seen = False  # the notebook's process, alive while it is graded
+        while grader.poll() is None:
+            seen = seen or bool(leftovers(token))
+            time.sleep(0.5)
+        time.sleep(1)
+        assert grader.returncode == 0, (tmp_path / "grader.log").read_text()
+        assert seen, "the notebook's own process never started: the test proves nothing"
+        assert "did not finish within 15 s" in (folder / "feedback" / "stuck.md").read_text(encoding="utf-8")
+        assert not leftovers(token), "a process the submission started outlived the grader"
+    finally:
+        log.close()
+        for process in leftovers(token):
+            process.kill()

@@ -1,6 +1,6 @@
-"""Which cells the grader runs (scripts/grade.py, "What runs"): the student's cells and the check cells always,
-a lecture cell only when a later running cell or the tests read what it defines or changes. Read from the code
-only: these tests run no notebook."""
+"""Which cells the grader runs (scripts/grade.py, "What runs"): the student's cells always, a lecture cell (a check
+cell too, whose work the grader's own tests do) only when a later running cell or the tests read what it defines or
+changes. Read from the code only: these tests run no notebook."""
 
 from __future__ import annotations
 
@@ -62,12 +62,17 @@ def test_chapter_6_skips_the_generation_tables_figures_widgets_and_quiz():
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_exercise_and_check_cell_runs_and_the_model_is_loaded(chapter, lang):
+def test_every_exercise_cell_runs_no_check_cell_does_and_the_model_is_loaded(chapter, lang):
     reference = nbformat.read(grade.distributed(chapter, lang), as_version=4)
     run = grade.cells_to_run(reference, reference, chapter)
     for n, cell in enumerate(reference.cells):
-        if {"exercise", "check"} & set(cell.metadata.get("tags", [])):
-            assert run[n], f"chapter {chapter} ({lang}): cell {n + 1} is an exercise or check and must run"
+        tags = set(cell.metadata.get("tags", []))
+        if "exercise" in tags:
+            assert run[n], f"chapter {chapter} ({lang}): cell {n + 1} is an exercise and must run"
+        elif "check" in tags:
+            assert not run[n], f"chapter {chapter} ({lang}): cell {n + 1} is a check cell, which the grader replaces"
+    with_checks = grade.cells_to_run(reference, reference, chapter, checks=True)  # the instructor edition's run
+    assert all(with_checks[n] for n, c in enumerate(reference.cells) if "check" in c.metadata.get("tags", []))
     first = next(n for n, c in enumerate(reference.cells) if c.cell_type == "code")
     assert run[first], f"chapter {chapter} ({lang}): the first code cell (imports, the model) must run"
     assert not all(run[n] for n, c in enumerate(reference.cells) if c.cell_type == "code"), (

@@ -7,12 +7,14 @@ A chapter notebook makes one checker and calls it after each exercise cell:
     grader.check("ch06-ex2")        # the public checks of exercise 2 of chapter 6
 
 notebooks/checks/ holds the public part of each test file; the full tests, hidden cases included, are in
-notebooks/grading/tests/ and only the course's grader (scripts/grade.py) runs them. A test file words its
-messages with `say`, so a student reading the Chinese edition gets them in Chinese.
+notebooks/grading/tests/ and only the course's grader (scripts/grade.py) runs them, outside the student's Python.
+A test file words its messages with `say`, so a student reading the Chinese edition gets them in Chinese.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import otter
@@ -22,9 +24,40 @@ from ..viz.language import language
 CHECKS = Path("notebooks") / "checks"  # the public checks, relative to the repository root
 
 
+_speaking: ContextVar[str | None] = ContextVar("speaking", default=None)  # the grader's: one notebook's language
+
+
 def say(en: str, zh: str, **fields) -> str:
-    """A check's message in the notebook's language (teachllm.viz.language()), formatted with `fields`."""
-    return (zh if language() == "zh" else en).format(**fields)
+    """A check's message in the notebook's language, formatted with `fields`: teachllm.viz.language() in the
+    notebook, the graded notebook's language in the grader (`speaking`)."""
+    return (zh if (_speaking.get() or language()) == "zh" else en).format(**fields)
+
+
+@contextmanager
+def speaking(lang: str):
+    """`say` answers in `lang` ("en" or "zh") inside the block, in this thread only: the grader grades an English
+    and a Chinese notebook at once."""
+    token = _speaking.set(lang)
+    try:
+        yield
+    finally:
+        _speaking.reset(token)
+
+
+class WithoutCache:
+    """A model with its cached paths closed, for an exercise that must not use them: lm.forward and everything
+    else work, lm.prefill (decode_step, generate, stream, new_cache) fails the check with a message that says so."""
+
+    CACHED = ("prefill", "decode_step", "generate", "stream", "new_cache")
+
+    def __init__(self, lm):
+        self._lm = lm
+
+    def __getattr__(self, attr):
+        if attr in self.CACHED:
+            raise AssertionError(say("generate_without_cache calls lm.{a}: use lm.forward on the whole sequence",
+                                     "generate_without_cache 调用了 lm.{a}：应对整个序列调用 lm.forward", a=attr))
+        return getattr(self._lm, attr)
 
 
 def checks_folder(start: Path | None = None) -> Path:
@@ -50,13 +83,3 @@ class Checker(otter.Notebook):
 def checker() -> Checker:
     """The object a chapter's check cells call: `grader.check("chNN-exK")` runs that exercise's public checks."""
     return Checker(tests_dir=str(checks_folder()))
-
-
-def failure_message(message: str | None) -> str:
-    """What a student may read of a failed test case: the exception's message, without otter's quote of the test's
-    source line (which, for a hidden case, would show how the answer is checked)."""
-    lines = (message or "").splitlines()
-    if len(lines) >= 3 and lines[1].startswith("Error at line"):
-        lines = lines[3:]  # otter: "❌ Test case failed" / "Error at line N in test …:" / "  <source line>" / error
-    text = "\n".join(lines).strip()
-    return text.removeprefix("AssertionError: ").strip()

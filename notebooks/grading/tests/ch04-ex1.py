@@ -2,25 +2,11 @@
 from otter.test_files import test_case
 
 import teachllm as tl
-from teachllm.course.grading import say
+from teachllm.course.grading import WithoutCache, say
 
 OK_FORMAT = False
 name = "ch04-ex1"
 points = 3
-CACHED = ("prefill", "decode_step", "generate", "stream", "new_cache")  # what a loop without a cache never needs
-
-
-class WithoutCache:
-    """The model with its cached paths closed: forward and everything else still work."""
-
-    def __init__(self, lm):
-        self._lm = lm
-
-    def __getattr__(self, attr):
-        if attr in CACHED:
-            raise AssertionError(say("generate_without_cache calls lm.{a}: use lm.forward on the whole sequence",
-                                     "generate_without_cache 调用了 lm.{a}：应对整个序列调用 lm.forward", a=attr))
-        return getattr(self._lm, attr)
 
 
 def generated(env, ids, n):

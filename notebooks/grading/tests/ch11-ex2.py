@@ -50,10 +50,10 @@ def test_against_the_engine(env):
     for max_tokens in ([1, 1, 1], [6, 2, 9], [4, 7]):
         want, got = engine_iterations("continuous", max_tokens), predicted(env, max_tokens)
         assert got == want, say(
-            "for output lengths {m} the prediction is off by {d} iterations: what does the prefill iteration "
+            "for output lengths {m} the prediction is {way}: what does the prefill iteration "
             "yield, and how many iterations does each further token take?",
-            "输出长度为 {m} 时，预测差了 {d} 次迭代：预填充那次迭代产出了什么？之后每个 token 各要几次迭代？",
-            m=max_tokens, d=got - want)
+            "输出长度为 {m} 时，预测{way}了：预填充那次迭代产出了什么？之后每个 token 各要几次迭代？",
+            m=max_tokens, way=say("too high", "偏多") if got > want else say("too low", "偏少"))
 
 
 @test_case(points=0.5, hidden=True)
