@@ -20,7 +20,7 @@ spec.loader.exec_module(nbval_numbers)
 
 
 @pytest.mark.parametrize(("new", "old"), [
-    ("      6.369\n", "      6.368\n"),  # chapter 13: a perplexity one unit apart
+    ("      6.369\n", "      6.368\n"),  # a perplexity one unit apart
     ("   score  -2.8369 =  -2.837 /  8^0", "   score  -2.8368 =  -2.837 /  8^0"),  # chapter 8: a beam's score
     ("= 6e-05 (≤ 1e-4: True)", "= 5e-05 (≤ 1e-4: True)"),  # chapter 12: one unit of the exponent's mantissa
     ("−4.933 nats", "−4.932 nats"),  # a typographic minus

@@ -345,6 +345,31 @@ def test_blend_at_full_recompute_equals_full_prefill_and_counts_its_compute(lm):
     assert set(part.selected) == set(part.deviation.topk(n).indices.tolist())
 
 
+def test_blend_quality_is_measured_in_float64_whatever_the_kernels():
+    """compare_logits against the definitions, in float64 (reference-semantics.md: softmax, KL, perplexity =
+    exp(mean NLL)): a float32 log-softmax over a vocabulary-sized row rounds by about 1e-6 per position, and
+    differently under AVX2 and AVX-512 kernels (its sums run in another order); that moved chapter 13's
+    perplexity in its fourth digit, and a KL of two near-equal rows came out below 0 ("-0.0000")."""
+    from teachllm.serving.cacheblend import compare_logits
+
+    g = torch.Generator().manual_seed(0)
+    reference = 6 * torch.randn(27, 49152, generator=g)  # [Q, V]: logits of the chapter's size
+    nearly = reference + 1e-5 * torch.randn(27, 49152, generator=g)  # [Q, V]: what another summation order gives
+    suffix = torch.randint(0, 49152, (27,), generator=g).tolist()
+
+    def by_definition(logits):
+        lp = torch.log_softmax(logits.double(), dim=-1)  # [Q, V]
+        return lp, math.exp(float(-lp[:-1].gather(1, torch.tensor(suffix[1:])[:, None]).mean()))
+
+    ref_lp, ref_ppl = by_definition(reference)
+    lp, ppl = by_definition(nearly)
+    kl = float((ref_lp.exp() * (ref_lp - lp)).sum(-1).mean())
+    got = compare_logits(reference, nearly, suffix)
+    assert got["kl"] >= 0 and got["kl"] == pytest.approx(kl, rel=1e-6, abs=1e-15)
+    assert got["ppl_full"] == pytest.approx(ref_ppl, rel=1e-12) and got["ppl"] == pytest.approx(ppl, rel=1e-12)
+    same = compare_logits(reference, reference.clone(), suffix)
+    assert same["kl"] == 0 and same["ppl"] == same["ppl_full"] and same["top1_agreement"] == 1
+
 # ---- speculative decoding and the int8 KV cache ------------------------------------------------
 @pytest.mark.parametrize("draft", [1, 2, [0, 2], 3])
 def test_speculative_decoding_gives_the_greedy_tokens(lm, draft):

@@ -65,13 +65,16 @@ questions = ["What is a token?", "What does the KV cache store?", "Why is decode
 chats = [tok.encode(tok.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": q}]))
          for q in questions]
 common = next(i for i, column in enumerate(zip(*chats, strict=False)) if len(set(column)) > 1)
-print(f"prompts of {[len(c) for c in chats]} tokens; the first {common} are the same (template + system prompt)")
+print(viz.tr("prompts of {lengths} tokens; the first {common} are the same (template + system prompt)",
+             lengths=[len(c) for c in chats], common=common))
 
 ids = chats[0]
 h0 = block_hash(None, ids[:16])  # block 0: tokens 0–15
 h1 = block_hash(h0, ids[16:32])  # block 1: tokens 16–31, after block 0
-print("block 1 named again from the same tokens, after the same block 0:", h1 == block_hash(h0, ids[16:32]))
-print("the same 16 tokens at the start of a sequence get another name:  ", h1 == block_hash(None, ids[16:32]))
+print(viz.tr("block 1 named again from the same tokens, after the same block 0: {same}",
+             same=h1 == block_hash(h0, ids[16:32])))
+print(viz.tr("the same 16 tokens at the start of a sequence get another name:   {same}",
+             same=h1 == block_hash(None, ids[16:32])))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two later requests reuse two blocks", "zh": "后来的两个请求复用两个块"}}
 # The first question is served alone; the other two arrive after it has finished. The engine's block manager
@@ -89,12 +92,12 @@ for run in runs:
             assert lm.dtype != torch.float32 and agree_until_a_near_tie(lm, chats[stats.request_id], alone,
                                                                         out.token_ids, tol.steps)
         prefilled = sum(n for r in run.timeline for rid, _, n in r.prefill if rid == stats.request_id)
-        print(f"request {stats.request_id}: {stats.prompt_len} prompt tokens, {stats.num_cached_tokens:>2} found in "
-              f"the cache, {prefilled} computed")
+        print(viz.tr("request {rid}: {prompt} prompt tokens, {cached:>2} found in the cache, {computed} computed",
+                     rid=stats.request_id, prompt=stats.prompt_len, cached=stats.num_cached_tokens, computed=prefilled))
 manager = engine.block_manager
 print(viz.tr("prefix-cache hit rate: {hit} of {queried} prompt tokens looked up = {rate:.1%}",
              hit=manager.num_hit_tokens, queried=manager.num_queried_tokens, rate=manager.prefix_hit_rate))
-print("block 0 of the first request is in the cache under its name:", h0 in manager.hash_to_block)
+print(viz.tr("block 0 of the first request is in the cache under its name: {found}", found=h0 in manager.hash_to_block))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Only full blocks are shared", "zh": "只有满块才能共享"}, "say": ["Both, checked on"]}
 # The shared part is 44 tokens long, but only **full** blocks are shared: two blocks of 16, 32 tokens per
@@ -126,8 +129,8 @@ alone = precompute_chunk(lm, second)  # the second document computed alone, from
 moved = shift_keys(lm, alone.k, offset=len(first))  # [L, n_kv, n, d]: keys rotated to their new positions
 for layer in (0, 1, 15, 29):
     stored = full.keys(layer)[0, :, len(first):]  # [n_kv, n, d]
-    print(f"layer {layer:>2}: max |key| error  as stored {float((alone.k[layer] - stored).abs().max()):6.3f}, "
-          f"after the shift {float((moved[layer] - stored).abs().max()):6.3f}")
+    print(viz.tr("layer {layer:>2}: max |key| error  as stored {stored:6.3f}, after the shift {shifted:6.3f}", layer=layer,
+                 stored=float((alone.k[layer] - stored).abs().max()), shifted=float((moved[layer] - stored).abs().max())))
 torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=tol.values, rtol=tol.rtol)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "Recompute a few tokens per layer", "zh": "每层只重算少数 token"}, {"en": "Quality, measured on the question", "zh": "以问题为准衡量质量", "at": "Quality is measured"}], "say": ["Quality is measured"]}
@@ -148,14 +151,16 @@ torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=tol.v
 
 # %% slide={"code": [4], "output": [[3, -2]]}
 suffix = tok.encode(QUESTION)
-print(f"{len(chunks)} documents of {[len(c) for c in chunks]} tokens, then the question ({len(suffix)} tokens): "
-      f"{QUESTION!r}")
+print(viz.tr("{n} documents of {lengths} tokens, then the question ({q} tokens): {question}", n=len(chunks),
+             lengths=[len(c) for c in chunks], q=len(suffix), question=repr(QUESTION)))
 rows = quality_table(lm, chunks, suffix, ratios=(0.0, 0.05, 0.15, 0.3, 0.5, 1.0))
-print(f"\n{'select':<10}{'r':>5}{'compute':>9}{'KL':>8}{'top-1':>7}{'perplexity':>11}")
+# KL to 3 decimals and perplexity to 2: the digits that come out the same whatever kernels the CPU runs
+print("\n" + viz.tr("select        r  compute      KL  top-1 perplexity"))
 for r in rows:
     select = "—" if r.ratio in (0.0, 1.0) else r.select
-    print(f"{select:<10}{r.ratio:>5.2f}{r.recompute_fraction:>9.3f}{r.kl:>8.4f}{r.top1_agreement:>7.3f}{r.ppl:>11.3f}")
-print(f"(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity after a full prefill {rows[0].ppl_full:.3f})")
+    print(f"{select:<10}{r.ratio:>5.2f}{r.recompute_fraction:>9.3f}{r.kl:>8.3f}{r.top1_agreement:>7.3f}{r.ppl:>11.2f}")
+print(viz.tr("(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity after a full prefill {ppl:.2f})",
+             ppl=rows[0].ppl_full))
 
 # %% slide={"title": {"en": "Quality against compute", "zh": "质量与计算量"}, "code": false}
 blend_quality_figure(rows)
@@ -172,7 +177,7 @@ context = sum(chunks, [])
 hkvd = blend(lm, [precompute_chunk(lm, c) for c in chunks], ratio=0.15)
 starts = {sum(len(c) for c in chunks[:i]): i + 1 for i in range(len(chunks))}
 print(viz.tr("{n} of {total} tokens recomputed in layers 2–29:", n=len(hkvd.selected), total=len(context)))
-print(" ".join(f"[doc {starts[p]}]" + repr(tok.token_text(context[p])) if p in starts
+print(" ".join(viz.tr("[doc {n}]", n=starts[p]) + repr(tok.token_text(context[p])) if p in starts
                else repr(tok.token_text(context[p])) for p in hkvd.selected))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -205,7 +210,8 @@ spec = acceptance_table(lm, prompt, max_tokens=12, drafts=tuple(drafts.values())
 print(viz.tr("draft                  accepted/proposed  tokens per target call  = greedy output"))
 for name, r in zip(drafts, spec, strict=True):
     assert r["same_as_greedy"]
-    print(f"{name:<22}{r['acceptance_rate']:>18.2f}{r['tokens_per_target_call']:>24.2f}{str(r['same_as_greedy']):>17}")
+    print(f"{viz.pad(viz.tr(name), 22)}{r['acceptance_rate']:>18.2f}{r['tokens_per_target_call']:>24.2f}"
+          f"{str(r['same_as_greedy']):>17}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to expect from an acceptance rate", "zh": "接受率意味着什么", "at": "**What to expect"}}
 # Every draft gives exactly the greedy tokens, as the rule guarantees. But these drafts are poor: SmolLM2 was
@@ -226,14 +232,15 @@ for name, r in zip(drafts, spec, strict=True):
 # $$\alpha = \frac{\text{accepted}}{\text{accepted} + \text{rejected rounds}}$$
 
 # %% slide={"title": {"en": "The formula against the measurement", "zh": "公式与实测对比"}, "code": false}
-print(f"{'draft':<22}{'rounds':>7}{'judged α':>9}{'formula':>9}{'measured':>10}{'1 + γ·accepted/proposed':>25}")
+print(viz.tr("draft                  rounds judged α  formula  measured  1 + γ·accepted/proposed"))
 for name, r in zip(drafts, spec, strict=True):
     formula = expected_tokens_per_call(r["judged_acceptance"], r["gamma"])
     identity = 1 + r["gamma"] * r["acceptance_rate"]  # each round: its accepted proposals + one target token
-    print(f"{name:<22}{r['target_calls']:>7}{r['judged_acceptance']:>9.2f}{formula:>9.2f}{r['tokens_per_target_call']:>10.2f}{identity:>25.2f}")
-print(f"the accepted/proposed rate of 'first 29 layers' in the formula: "
-      f"{expected_tokens_per_call(spec[1]['acceptance_rate'], 3):.2f} tokens per call")
-print(f"a good draft, judged α = 0.8 with γ = 4: {expected_tokens_per_call(0.8, 4):.2f} tokens per call")
+    print(f"{viz.pad(viz.tr(name), 22)}{r['target_calls']:>7}{r['judged_acceptance']:>9.2f}{formula:>9.2f}"
+          f"{r['tokens_per_target_call']:>10.2f}{identity:>25.2f}")
+print(viz.tr("the accepted/proposed rate of 'first 29 layers' in the formula: {n:.2f} tokens per call",
+             n=expected_tokens_per_call(spec[1]["acceptance_rate"], 3)))
+print(viz.tr("a good draft, judged α = 0.8 with γ = 4: {n:.2f} tokens per call", n=expected_tokens_per_call(0.8, 4)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # With the judged $\alpha$ the formula lands within a few hundredths of the measurement. The last column is not
@@ -244,7 +251,8 @@ print(f"a good draft, judged α = 0.8 with γ = 4: {expected_tokens_per_call(0.8
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "Wall-clock time", "zh": "墙钟时间"}}
 for name, r in zip(drafts, spec, strict=True):
-    print(f"{name:<22} {r['seconds']:5.2f} s against greedy {r['greedy_seconds']:5.2f} s: speed-up {r['speedup']:.2f}×")
+    print(viz.tr("{name} {s:5.2f} s against greedy {greedy:5.2f} s: speed-up {x:.2f}×", name=viz.pad(viz.tr(name), 22),
+                 s=r["seconds"], greedy=r["greedy_seconds"], x=r["speedup"]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # A speed-up below 1: the draft costs most of a full model per proposal, and with 1.22 to 1.83 tokens per
@@ -269,8 +277,9 @@ q, scale = quantize_int8(k)
 error = (q.float() * scale - k).abs()
 assert (error <= scale / 2 + 1e-6).all()
 for head in range(lm.config.n_kv_heads):
-    print(f"KV head {head}: first values {[round(v, 3) for v in k[head, :4].tolist()]} → int8 "
-          f"{q[head, :4].tolist()}, scale {float(scale[head]):.4f}, max error {float(error[head].max()):.4f}")
+    print(viz.tr("KV head {head}: first values {values} → int8 {ints}, scale {scale:.4f}, max error {error:.4f}",
+                 head=head, values=[round(v, 3) for v in k[head, :4].tolist()], ints=q[head, :4].tolist(),
+                 scale=float(scale[head]), error=float(error[head].max())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Memory and quality", "zh": "内存与质量"}}
 # The same greedy decode with the model's own cache (float32 on a CPU) and with the int8 cache, fed the same
@@ -280,10 +289,10 @@ for head in range(lm.config.n_kv_heads):
 int8_cache = Int8KVCache(lm.config, max_len=1024, dtype=lm.dtype, device=lm.device)
 int8_bytes, float_bytes = int8_cache.bytes_per_token, tl.cost.kv_cache_bytes(lm, 1)  # lm: in the model's dtype
 dtype, size = str(lm.dtype).removeprefix("torch."), lm.dtype.itemsize
-print(f"bytes per token: {int8_bytes:,} instead of {float_bytes:,} "
-      f"({int8_bytes / float_bytes:.1%}: d int8 values + one float32 scale per head, against {size}·d bytes)")
-print(f"1024 tokens: {int8_cache.bytes_allocated / 2**20:.1f} MiB in int8 against "
-      f"{tl.cost.kv_cache_bytes(lm, 1024) / 2**20:.1f} MiB in {dtype}")
+print(viz.tr("bytes per token: {int8:,} instead of {full:,} ({share:.1%}: d int8 values + one float32 scale per head, "
+             "against {size}·d bytes)", int8=int8_bytes, full=float_bytes, share=int8_bytes / float_bytes, size=size))
+print(viz.tr("1024 tokens: {int8:.1f} MiB in int8 against {full:.1f} MiB in {dtype}",
+             int8=int8_cache.bytes_allocated / 2**20, full=tl.cost.kv_cache_bytes(lm, 1024) / 2**20, dtype=dtype))
 
 # %% tags=["nbval-ignore-output"] slide={"code": [1]}
 result = int8_error(lm, prompt, n_decode=16)

@@ -160,11 +160,17 @@ def logits_after(lm, k: torch.Tensor, v: torch.Tensor, suffix_ids: list[int]) ->
 
 def compare_logits(reference: torch.Tensor, logits: torch.Tensor, suffix_ids: list[int]) -> dict:
     """Quality of `logits` [Q, V] against `reference` [Q, V] on the same suffix: max |Δ logit|, mean
-    KL(reference ‖ logits), top-1 agreement, and the perplexity each gives the suffix's own tokens."""
-    ref_lp = torch.log_softmax(reference.float(), dim=-1)  # [Q, V]
-    lp = torch.log_softmax(logits.float(), dim=-1)  # [Q, V]
+    KL(reference ‖ logits), top-1 agreement, and the perplexity each gives the suffix's own tokens.
+
+    The measures are taken in float64, on the CPU (any device's logits; MPS has no float64). A float32
+    log-softmax over a vocabulary-sized row rounds by about 1e-6 per position, and differently under AVX2 and
+    AVX-512 kernels, whose sums run in another order: chapter 13's perplexity of 6.3685 printed 6.368 on one
+    and 6.369 on the other, and the KL of two nearly equal rows, a small difference of large terms, came out
+    below zero. In float64 what is left is the logits' own difference between kernels."""
+    ref_lp = torch.log_softmax(reference.detach().to("cpu", torch.float64), dim=-1)  # [Q, V]
+    lp = torch.log_softmax(logits.detach().to("cpu", torch.float64), dim=-1)  # [Q, V]
     kl = (ref_lp.exp() * (ref_lp - lp)).sum(-1)  # [Q]
-    target = torch.tensor(suffix_ids[1:], device=lp.device)  # each position predicts the next suffix token
+    target = torch.tensor(suffix_ids[1:])  # each position predicts the next suffix token
     nll_ref = -ref_lp[:-1].gather(1, target[:, None]).mean()
     nll = -lp[:-1].gather(1, target[:, None]).mean()
     return {"max_abs_logit_diff": float((reference - logits).abs().max()), "kl": float(kl.mean()),

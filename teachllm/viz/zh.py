@@ -397,4 +397,42 @@ ZH: dict[str, str] = {
     "block size {size:>2}: every logit within {bound} of the contiguous cache's: {within}, prefix "
     "tokens read from the cache: {cached}":
         "块大小 {size:>2}：每个 logit 与连续缓存的相差都在 {bound} 以内：{within}，从缓存读取的前缀 token：{cached}",
+    # chapter 13: the lines it prints itself
+    "prompts of {lengths} tokens; the first {common} are the same (template + system prompt)":
+        "提示词长度为 {lengths} 个 token；前 {common} 个 token 全都相同（聊天模板 + 系统提示词）",
+    "block 1 named again from the same tokens, after the same block 0: {same}":
+        "块 1 跟在同一个块 0 之后、由同样的 token 再命名一次，名字相同：{same}",
+    "the same 16 tokens at the start of a sequence get another name:   {same}":
+        "同样的 16 个 token 放在序列开头，得到另一个名字：{same}",
+    "request {rid}: {prompt} prompt tokens, {cached:>2} found in the cache, {computed} computed":
+        "请求 {rid}：{prompt} 个提示词 token，在缓存中找到 {cached:>2} 个，计算了 {computed} 个",
+    "block 0 of the first request is in the cache under its name: {found}":
+        "第一个请求的块 0 以它的名字留在缓存中：{found}",
+    "layer {layer:>2}: max |key| error  as stored {stored:6.3f}, after the shift {shifted:6.3f}":
+        "第 {layer:>2} 层：键的最大误差  原样存储 {stored:6.3f}，平移之后 {shifted:6.3f}",
+    "{n} documents of {lengths} tokens, then the question ({q} tokens): {question}":
+        "{n} 篇文档，各 {lengths} 个 token，然后是问题（{q} 个 token）：{question}",
+    "select        r  compute      KL  top-1 perplexity": "选择方式      r   计算量      KL  top-1     困惑度",
+    "(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity after a full prefill {ppl:.2f})":
+        "（r = 0：完全复用，不做计算；r = 1：完整预填充；完整预填充之后的困惑度为 {ppl:.2f}）",
+    "[doc {n}]": "[文档 {n}]",
+    "first 24 layers": "前 24 层",
+    "first 29 layers": "前 29 层",
+    "layers 0–9 and 20–29": "第 0–9 层和第 20–29 层",
+    "draft                  rounds judged α  formula  measured  1 + γ·accepted/proposed":
+        "草稿                     轮数   评判 α     公式      实测      1 + γ·接受数/提议数",
+    "the accepted/proposed rate of 'first 29 layers' in the formula: {n:.2f} tokens per call":
+        "把“前 29 层”的接受数/提议数代入公式：每次调用 {n:.2f} 个 token",
+    "a good draft, judged α = 0.8 with γ = 4: {n:.2f} tokens per call":
+        "一个好草稿，被评判的 α = 0.8、γ = 4：每次调用 {n:.2f} 个 token",
+    "{name} {s:5.2f} s against greedy {greedy:5.2f} s: speed-up {x:.2f}×":
+        "{name} {s:5.2f} s，贪婪解码 {greedy:5.2f} s：加速比 {x:.2f}×",
+    "KV head {head}: first values {values} → int8 {ints}, scale {scale:.4f}, max error {error:.4f}":
+        "{head} 号 KV 头：前几个值 {values} → int8 {ints}，缩放因子 {scale:.4f}，最大误差 {error:.4f}",
+    "bytes per token: {int8:,} instead of {full:,} ({share:.1%}: d int8 values + one float32 scale per head, "
+    "against {size}·d bytes)":
+        "每个 token 的字节数：{int8:,}，而不是 {full:,}（{share:.1%}：每个头 d 个 int8 值加一个 float32 缩放因子，"
+        "对比 {size}·d 字节）",
+    "1024 tokens: {int8:.1f} MiB in int8 against {full:.1f} MiB in {dtype}":
+        "1024 个 token：int8 占 {int8:.1f} MiB，{dtype} 占 {full:.1f} MiB",
 }
