@@ -39,6 +39,7 @@ import torch
 
 from .config import ModelConfig
 from .units import element_size
+from .words import english, pad
 
 ATTENTION_OPS = ("qk", "pv")  # the two matmuls that grow with the keys T; the rest are linear layers
 
@@ -111,15 +112,17 @@ class FlopCount:
         """FLOPs of each operation summed over all layers, plus "lm_head"."""
         return {**{op: self.n_layers * n for op, n in self.per_op.items()}, "lm_head": self.lm_head}
 
-    def table(self) -> str:
-        """The count as a table: one row per operation, over all layers."""
-        rows = [f"{self.phase}: batch {self.batch_size}, {self.n_new} new token(s), {self.n_keys} keys, "
-                f"{self.n_layers} layers",
-                f"{'operation':<12}{'per layer':>16}{'all layers':>18}{'share':>8}"]
+    def table(self, tr=english) -> str:
+        """The count as a table: one row per operation, over all layers. `tr`: the words' language
+        (`teachllm.words`; `teachllm.viz.tr` for the reader's)."""
+        rows = [tr("{phase}: batch {b}, {s} new token(s), {T} keys, {L} layers", phase=tr(self.phase),
+                   b=self.batch_size, s=self.n_new, T=self.n_keys, L=self.n_layers),
+                tr("operation          per layer        all layers   share")]
         for op, n in self.per_op.items():
             rows.append(f"{op:<12}{n:>16,}{self.n_layers * n:>18,}{self.n_layers * n / self.total:>8.1%}")
         rows.append(f"{'lm_head':<12}{'':>16}{self.lm_head:>18,}{self.lm_head / self.total:>8.1%}")
-        rows.append(f"{'total':<12}{self.per_layer:>16,}{self.total:>18,}  = {self.total / 1e9:.3f} GFLOP")
+        rows.append(tr("total       {per_layer:>16,}{total:>18,}  = {gflop:.3f} GFLOP", per_layer=self.per_layer,
+                       total=self.total, gflop=self.total / 1e9))
         return "\n".join(rows)
 
     __str__ = table
@@ -208,48 +211,57 @@ def textbook_flops(config: ModelConfig, seq_len: int, batch_size: int = 1, conte
     return FlopCount("textbook", b, s, T, per_op, config.n_layers, lm_head=0)
 
 
-def _why(config: ModelConfig, op: str) -> str:
-    """One line on why the real model's count of `op` differs from the textbook's (or that it does not)."""
+def _why(config: ModelConfig, op: str) -> tuple[str, dict]:
+    """Why the real model's count of `op` differs from the textbook's (or that it does not): an English template
+    and its fields, so that `format_comparison` can print it in another language."""
     h, f = config.hidden_size, config.intermediate_size
     q_width, kv_width = config.n_heads * config.head_dim, config.n_kv_heads * config.head_dim
-    same_width = "same (n_h·d = h)" if q_width == h else f"n_h·d = {q_width}, not h = {h}"
     if op in ("q_proj", "o_proj", "qk", "pv"):
-        return same_width
+        return ("same (n_h·d = h)", {}) if q_width == h else ("n_h·d = {q}, not h = {h}", {"q": q_width, "h": h})
     if op in ("k_proj", "v_proj"):
         if kv_width == h:
-            return "same (n_kv·d = h)"
-        return f"GQA: {config.n_kv_heads} KV heads for {config.n_heads} query heads, n_kv·d = {kv_width} not {h}"
+            return "same (n_kv·d = h)", {}
+        return ("GQA: {n_kv} KV heads for {n_h} query heads, n_kv·d = {kv} not {h}",
+                {"n_kv": config.n_kv_heads, "n_h": config.n_heads, "kv": kv_width, "h": h})
     if op == "gate_proj":
-        return "SwiGLU's third matrix; the textbook MLP has two"
+        return "SwiGLU's third matrix; the textbook MLP has two", {}
     if op in ("up_proj", "down_proj"):
-        return "same (f = 4h)" if f == 4 * h else f"MLP width f = {f}, not 4h = {4 * h}"
-    return "the textbook counts the layers only; the LM head is 2·b·h·V per projected position"
+        return ("same (f = 4h)", {}) if f == 4 * h else ("MLP width f = {f}, not 4h = {h4}", {"f": f, "h4": 4 * h})
+    return "the textbook counts the layers only; the LM head is 2·b·h·V per projected position", {}
 
 
 def compare_with_textbook(config: ModelConfig, seq_len: int, batch_size: int = 1,
                           all_positions: bool = False) -> list[dict]:
     """Prefill FLOPs per operation (all layers), textbook against exact, with the reason for each gap.
 
-    Returns rows {"op", "textbook", "exact", "ratio" (exact / textbook, None where the textbook has 0), "why"},
-    the last one being "total". `format_comparison(rows)` prints them.
+    Returns rows {"op", "textbook", "exact", "ratio" (exact / textbook, None where the textbook has 0), "why",
+    "reason" (why's English template and its fields)}, the last one being "total". `format_comparison(rows)`
+    prints them.
     """
     config = _config(config)
     _check("compare_with_textbook", config, seq_len=seq_len, batch_size=batch_size)
     exact = prefill_flops(config, seq_len, batch_size, all_positions).by_op()
     book = textbook_flops(config, seq_len, batch_size).by_op()
-    rows = [{"op": op, "textbook": book[op], "exact": exact[op],
-             "ratio": exact[op] / book[op] if book[op] else None, "why": _why(config, op)} for op in exact]
+    reasons = {op: _why(config, op) for op in exact}
+    reasons["total"] = ("24·b·s·h² + 4·b·s²·h per layer, against the real model", {})
+    rows = [{"op": op, "textbook": book[op], "exact": exact[op], "ratio": exact[op] / book[op] if book[op] else None}
+            for op in exact]
     total_book, total_exact = sum(book.values()), sum(exact.values())
-    rows.append({"op": "total", "textbook": total_book, "exact": total_exact,
-                 "ratio": total_exact / total_book, "why": "24·b·s·h² + 4·b·s²·h per layer, against the real model"})
+    rows.append({"op": "total", "textbook": total_book, "exact": total_exact, "ratio": total_exact / total_book})
+    for row in rows:
+        template, fields = reasons[row["op"]]
+        row.update(why=template.format(**fields), reason=(template, fields))
     return rows
 
 
-def format_comparison(rows: list[dict]) -> str:
-    lines = [f"{'operation':<11}{'textbook':>17}{'exact':>17}{'exact/book':>11}  why"]
+def format_comparison(rows: list[dict], tr=english) -> str:
+    """`compare_with_textbook`'s rows as a table; `tr`: the words' language (`teachllm.words`)."""
+    lines = [tr("operation           textbook            exact exact/book  why")]
     for r in rows:
         ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
-        lines.append(f"{r['op']:<11}{r['textbook']:>17,}{r['exact']:>17,}{ratio:>11}  {r['why']}")
+        op = pad(tr("total"), 11) if r["op"] == "total" else f"{r['op']:<11}"
+        why = tr(r["reason"][0], **r["reason"][1]) if "reason" in r else r["why"]
+        lines.append(f"{op}{r['textbook']:>17,}{r['exact']:>17,}{ratio:>11}  {why}")
     return "\n".join(lines)
 
 

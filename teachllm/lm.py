@@ -37,6 +37,7 @@ from .generate import generate, stream
 from .model import Stage, Trace, Transformer
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
+from .words import english
 
 # a checkpoint folder (or .gguf file, or Hub id) that tl.load() loads instead of the bundled model: how a class
 # runs the chapters on a model of its own, e.g. a Chinese-capable Qwen2.5-0.5B-Instruct (book: lecturer's guide)
@@ -79,12 +80,14 @@ class LanguageModel:
         return (f"LanguageModel({self.name}: {c.n_params / 1e6:.1f}M parameters, {c.n_layers} layers, "
                 f"{c.n_heads} query / {c.n_kv_heads} KV heads, device={self.device}, dtype={self.dtype})")
 
-    def describe(self) -> str:
+    def describe(self, tr=english) -> str:
         """What multiplies the weights: for weights="gguf", the kernel of each group of matrices and why it was
-        chosen (teachllm.fastpath.kernels); otherwise the dtype every matrix is kept in."""
+        chosen (teachllm.fastpath.kernels); otherwise the dtype every matrix is kept in. `tr`: the words'
+        language (teachllm.words; teachllm.viz.tr for the reader's)."""
         if self.kernels is None:
-            return f"{self.name}: every matrix in {str(self.dtype).removeprefix('torch.')}, multiplied by F.linear"
-        return f"{self.name}\n{self.kernels.describe()}"
+            return tr("{name}: every matrix in {dtype}, multiplied by F.linear", name=self.name,
+                      dtype=str(self.dtype).removeprefix("torch."))
+        return f"{self.name}\n{self.kernels.describe(tr)}"
 
     def set_kernel(self, kernel: str = kernels.AUTO) -> None:
         """weights="gguf": put every matrix on `kernel` ("auto": the fastest faithful one per group, measured

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from dataclasses import asdict, dataclass
 
 import torch
@@ -27,6 +28,7 @@ from .config import ModelConfig
 from .cost import decode_cost, prefill_cost
 from .generate import greedy_decode
 from .timing import clock, synchronize, timed  # noqa: F401  (re-exported: tl.roofline.timed, .clock)
+from .words import english, pad
 
 
 # ---- a device's roof -----------------------------------------------------------------------------
@@ -51,9 +53,20 @@ class Device:
         """What limits work of this intensity here: "compute" at or past the ridge, else "memory bandwidth"."""
         return "compute" if intensity >= self.ridge else "memory bandwidth"
 
-    def __str__(self) -> str:
-        return (f"{self.name} ({self.source}, {self.dtype}): peak {self.peak_flops / 1e12:.3g} TFLOP/s, "
-                f"bandwidth {self.bandwidth / 1e9:.4g} GB/s, ridge {self.ridge:.1f} FLOP/byte")
+    def label(self, tr=english) -> str:
+        """The name, in `tr`'s language (`teachllm.words`): a measured CPU is named by its threads."""
+        cpu = re.fullmatch(r"cpu, (\d+) threads", self.name)
+        return tr("cpu, {n} threads", n=int(cpu[1])) if cpu else self.name
+
+    def describe(self, tr=english) -> str:
+        """One line: the name, the source, the peak, the bandwidth and the ridge; `tr`: the words' language."""
+        source = tr("measured") if self.source == "measured" else tr("spec sheet") if self.source == "spec sheet" \
+            else self.source
+        return tr("{name} ({source}, {dtype}): peak {peak:.3g} TFLOP/s, bandwidth {bandwidth:.4g} GB/s, ridge "
+                  "{ridge:.1f} FLOP/byte", name=self.label(tr), source=source, dtype=self.dtype,
+                  peak=self.peak_flops / 1e12, bandwidth=self.bandwidth / 1e9, ridge=self.ridge)
+
+    __str__ = describe
 
 
 def attainable(peak_flops: float, bandwidth: float, intensity: float) -> float:
@@ -214,13 +227,12 @@ def measure_phases(lm, prefill_lengths=(32, 128, 512), decode_batches=(1, 8), de
     return points
 
 
-def format_points(points: list[PhasePoint]) -> str:
-    """The points as a table."""
-    lines = [f"{'phase':<8}{'batch':>6}{'length':>7}{'GFLOP':>9}{'MB':>9}{'FLOP/B':>8}{'ms':>9}"
-             f"{'GFLOP/s':>9}{'GB/s':>8}{'roof GFLOP/s':>13}"]
+def format_points(points: list[PhasePoint], tr=english) -> str:
+    """The points as a table; `tr`: the words' language (`teachllm.words`)."""
+    lines = [tr("phase    batch length    GFLOP       MB  FLOP/B       ms  GFLOP/s    GB/s roof GFLOP/s")]
     for p in points:
         roof = f"{p.attainable_flops / 1e9:>13.1f}" if p.attainable_flops is not None else f"{'':>13}"
-        lines.append(f"{p.phase:<8}{p.batch_size:>6}{p.length:>7}{p.flops / 1e9:>9.2f}{p.bytes / 1e6:>9.1f}"
+        lines.append(f"{pad(tr(p.phase), 8)}{p.batch_size:>6}{p.length:>7}{p.flops / 1e9:>9.2f}{p.bytes / 1e6:>9.1f}"
                      f"{p.intensity:>8.1f}{p.seconds * 1e3:>9.1f}{p.achieved_flops / 1e9:>9.1f}"
                      f"{p.achieved_bandwidth / 1e9:>8.1f}{roof}")
     return "\n".join(lines)

@@ -2,7 +2,8 @@
 figure made with set_language("zh") has Chinese titles and axis titles and a font that can draw them.
 
 The catalogue check reads the code (`ast`): the literal first argument of every tr(...) / viz.tr(...) call
-in teachllm/viz and notebooks/src, and every literal given to static.templates(...). Strings passed to tr
+in teachllm/viz, notebooks/src and the engine's text formatters (FORMATTERS: they take a `tr`, teachllm.words),
+and every literal given to static.templates(...). Strings passed to tr
 through a variable (a phase, a slider's name) are checked by building every figure and widget in Chinese and
 asking `untranslated` what was missed.
 """
@@ -35,7 +36,10 @@ from teachllm.viz.language import CJK_FONT, untranslated  # (viz.language is the
 from teachllm.viz.zh import ZH
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "teachllm" / "viz").glob("*.py")) + sorted((ROOT / "notebooks" / "src").glob("*.py"))
+# the engine's text formatters that take a `tr` (teachllm.words) pass their templates to it as literals too
+FORMATTERS = [ROOT / "teachllm" / name for name in ("cost.py", "roofline.py", "lm.py", "fastpath/kernels.py")]
+SOURCES = (sorted((ROOT / "teachllm" / "viz").glob("*.py")) + sorted((ROOT / "notebooks" / "src").glob("*.py"))
+           + FORMATTERS)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 SAME = {"FLOP/s", "token"}  # axis titles that read the same in both editions
 
@@ -337,3 +341,44 @@ def test_pad_counts_a_chinese_character_as_two_columns():
     assert pad("top-k", 8) == "top-k   "
     assert pad("重复惩罚", 10) == "重复惩罚  "  # four characters, eight columns
     assert pad("a longer name", 4) == "a longer name"
+
+
+def test_the_engines_tables_print_in_chinese_when_given_viz_tr(lm, chinese):
+    """cost's FLOP table and textbook comparison, a roofline device, measured points, the kernel choice and
+    lm.describe take `tr`: in English (the default, teachllm.words.english) exactly what they printed before
+    they took one, and with viz.tr in Chinese every word has an entry, including the reasons `_why` picks from
+    the config (each branch: this model's GQA and narrow MLP, a textbook layer, a wider query)."""
+    from teachllm import cost, roofline, words
+    from teachllm.fastpath import kernels
+
+    textbook = tl.ModelConfig(vocab_size=100, hidden_size=64, intermediate_size=256, n_layers=2, n_heads=4,
+                              n_kv_heads=4, head_dim=16, max_position_embeddings=64)  # n_h·d = h, f = 4h
+    wide = tl.ModelConfig(vocab_size=100, hidden_size=64, intermediate_size=96, n_layers=2, n_heads=4,
+                          n_kv_heads=2, head_dim=32, max_position_embeddings=64)  # n_h·d = 128, not h
+    measured = Device("cpu, 2 threads", peak_flops=2e11, bandwidth=4e10, dtype="float32", source="measured")
+    points = [PhasePoint("prefill", 1, 16, 3.5e9, 5.4e8, 0.06), PhasePoint("decode", 16, 301, 4.6e9, 7.6e8, 0.08)]
+    groups = [kernels.Group("Q4_1", 576, 576, ["layers.0.self_attn.q_proj"], "avx2",
+                            step_ms={"avx2": 1.0, "int4": 2.0}),
+              kernels.Group("Q4_1", 192, 576, ["layers.0.self_attn.k_proj"], "float32",
+                            step_ms={"int4": 1.0, "float32": 1.01}, refused={"avx512": "no AVX-512 here"}),
+              kernels.Group("Q8_0", 49152, 576, ["lm_head"], "int8")]  # no times: forced, outside the bound
+    facts = {"cpu": "a CPU", "capability": "AVX2", "threads": 1, "torch": "2.13"}
+    tables = {
+        "flops": lambda tr: cost.prefill_flops(lm.config, 37).table(tr),
+        "decode flops": lambda tr: cost.decode_flops(lm.config, 38).table(tr),
+        **{f"comparison {name}": (lambda tr, c=c: cost.format_comparison(cost.compare_with_textbook(c, 8), tr))
+           for name, c in (("bundled", lm.config), ("textbook", textbook), ("wide", wide))},
+        "measured device": measured.describe, "spec device": roofline.KNOWN_DEVICES["H100 SXM"].describe,
+        "points": lambda tr: roofline.format_points(points, tr),
+        "kernels": kernels.Choice(groups, facts, "measured", 3.4, "2026-11-27").describe,
+        "forced": kernels.Choice(groups[2:], facts, "forced").describe,
+        "lm": lm.describe,
+    }
+    for name, table in tables.items():
+        english, chinese = table(words.english), table(viz.tr)
+        assert CJK.search(chinese) and not CJK.search(english), (name, chinese)
+        numbers = [sorted(re.findall(r"\d+(?:[.,]\d+)*", text)) for text in (english, chinese)]
+        assert numbers[0] == numbers[1], name  # the same numbers, in whatever order the sentence puts them
+    assert str(cost.prefill_flops(lm.config, 37)) == tables["flops"](words.english)  # print(count) is the table
+    assert str(measured) == measured.describe()
+    assert not untranslated, f"no Chinese for: {sorted(untranslated)}"

@@ -15,10 +15,9 @@ sentence or a table header is, is reported. What is not a sentence a learner rea
 - the few outputs in ALLOWED below, each with its reason: text that is data (a training corpus, the model's own
   words cut into tokens), never a sentence the course writes.
 
-KNOWN (tests/zh_outputs_known.json) lists what is still English, chapter by chapter; it may only shrink: an
-entry that no longer occurs fails too, so that a fix removes it from the list. What it holds now is the
-printouts of chapters 10 and 13. A translated line that tests/notebook_numbers.json ties a prose number to has
-its Chinese words there too ("out_zh" beside "out").
+Nothing is left on a list of known exceptions: every chapter prints its lines through viz.tr (and the engine's
+tables through their `tr`, teachllm.words), so a new English line fails here. A translated line that
+tests/notebook_numbers.json ties a prose number to has its Chinese words there too ("out_zh" beside "out").
 An error a chapter shows on purpose (a library's message) stays as the library writes it, and the Markdown
 cell next to it must explain it in Chinese (EXPLAINED).
 """
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import html
-import json
 import re
 from pathlib import Path
 
@@ -77,11 +75,6 @@ EXPLAINED = {
     ("08-beam-search", "is deterministic and does not take"): "束搜索是确定性的，不接受 top_p",
     ("08-beam-search", "leave them at their defaults"): "请让这些参数保持默认值",
 }
-
-# Still English (issue 37): chapter → the runs reported. Shrinks only; see the module docstring.
-KNOWN: dict[str, set[str]] = {stem: set(runs) for stem, runs in
-                              json.loads(Path(__file__).with_name("zh_outputs_known.json").read_text("utf-8")).items()}
-
 
 def english_sentences(text: str) -> list[str]:
     """The runs of four or more English words in `text`, after quotes, code lines and special tokens are left out."""
@@ -138,18 +131,8 @@ def violations(nb, stem: str) -> dict[str, list[int]]:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_no_english_sentence_in_what_the_chinese_edition_shows(path):
     found = violations(nbformat.read(path, as_version=4), path.stem)
-    known = KNOWN.get(path.stem, set())
-    new = {run: cells for run, cells in found.items() if run not in known}
-    assert not new, f"{path.stem}: English in the Chinese edition's outputs (code cell: text): " + \
-        "; ".join(f"{cells}: {run!r}" for run, cells in new.items())
-    gone = set(known) - found.keys()
-    assert not gone, f"{path.stem}: no longer shown, remove from tests/zh_outputs_known.json: {sorted(gone)}"
-
-
-def test_known_violations_name_real_chapters_and_only_shrink():
-    stems = {p.stem for p in NOTEBOOKS}
-    assert set(KNOWN) <= stems
-    assert sum(map(len, KNOWN.values())) <= 61  # 108 when the check was written; lower it as fixes land
+    assert not found, f"{path.stem}: English in the Chinese edition's outputs (code cell: text): " + \
+        "; ".join(f"{cells}: {run!r}" for run, cells in found.items())
 
 
 def test_every_error_shown_in_english_is_explained_in_chinese_beside_it():

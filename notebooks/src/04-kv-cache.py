@@ -262,6 +262,31 @@ weights = tl.cost.weight_bytes(lm)
 print(f"KV cache at {cfg.max_position_embeddings:,} tokens: {full / 1e6:.0f} MB; weights: {weights / 1e6:.0f} MB "
       f"(both in {str(lm.dtype).removeprefix('torch.')})")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **The cache counts tokens, not characters.** The first sentence of the English paragraph the chapters
+# measure with (`tl.texts.ENGLISH`) and our Chinese translation of it, cut by this model's tokenizer, with
+# the cache each needs:
+
+# %%
+sentence = {"English": "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
+                       "combined movable metal type, oil-based ink and a wooden screw press adapted from wine making.",
+            "Chinese": "印刷机的历史始于十五世纪：约翰内斯·古腾堡把活动的金属活字、油性墨水和一台由榨酒机改造而来的"
+                       "木制螺旋压力机结合在了一起。"}  # the same sentence, translated by us
+assert tl.texts.ENGLISH.startswith(sentence["English"])
+n_tokens = {name: len(tok.encode(text)) for name, text in sentence.items()}
+for name, text in sentence.items():
+    print(viz.tr("{name}: {chars} characters, {tokens} tokens, {mb:.2f} MB of cache", name=viz.tr(name),
+                 chars=len(text), tokens=n_tokens[name], mb=tl.cost.kv_cache_bytes(lm, n_tokens[name]) / 1e6))
+print(viz.tr("Chinese ÷ English: {ratio:.1f}× the tokens, and so the cache", ratio=n_tokens["Chinese"] / n_tokens["English"]))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# The same sentence needs 3.5 times the cache in Chinese. This tokenizer has few merges for Chinese: the 60
+# characters take 119 tokens, about two each (byte-level pieces, chapter 2), and the cache grows by one slot per
+# token whatever the token holds. A context window of 8,192 tokens therefore holds far less Chinese text than
+# English. How many tokens a sentence takes depends on the tokenizer: the cell counts them for the model that is
+# loaded, so with another checkpoint (`TEACHLLM_MODEL`, the last section of the lecturer's guide) it prints that
+# model's count.
+
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What grouped-query attention saves", "zh": "分组查询注意力省下多少"}}
 # **What grouped-query attention saves.** The cache stores $n_{kv}$ heads, not $n_h$. With one KV head per query
 # head (plain multi-head attention, $n_{kv} = 9$) it would be three times larger; with a single KV head

@@ -33,9 +33,10 @@ viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, noth
 torch.manual_seed(0)
 lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok, config = lm.tokenizer, lm.config
-print(f"h = {config.hidden_size}, L = {config.n_layers}, n_h = {config.n_heads}, n_kv = {config.n_kv_heads}, "
-      f"d = {config.head_dim}, f = {config.intermediate_size}, V = {config.vocab_size:,}, "
-      f"{config.n_params / 1e6:.1f}M parameters, {lm.dtype}")
+print(viz.tr("h = {h}, L = {L}, n_h = {n_h}, n_kv = {n_kv}, d = {d}, f = {f}, V = {V:,}, {params:.1f}M parameters, "
+             "{dtype}", h=config.hidden_size, L=config.n_layers, n_h=config.n_heads, n_kv=config.n_kv_heads,
+             d=config.head_dim, f=config.intermediate_size, V=config.vocab_size, params=config.n_params / 1e6,
+             dtype=lm.dtype))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.1 Counting one matrix multiplication
@@ -85,12 +86,12 @@ steps = [("Q, K, V projections", ["q_proj", "k_proj", "v_proj"], "6bsh²", 6 * b
 for name, ops, formula, by_hand in steps:
     counted = sum(book[op] for op in ops)
     assert counted == by_hand
-    print(f"{name:<22}{formula:>8} = {by_hand:>15,}")
+    print(f"{viz.pad(viz.tr(name), 22)}{formula:>8} = {by_hand:>15,}")
 layer = 24 * b * s * h**2 + 4 * b * s**2 * h
 assert layer == sum(book.values())
-print(f"{'one layer':<22}{'':>8} = {layer:>15,}   (24bsh² + 4bs²h)")
-print(f"{config.n_layers} layers: {config.n_layers * layer / 1e9:.3f} GFLOP")
-print(f"linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {24 * h / (4 * s):.0f}")
+print(f"{viz.pad(viz.tr('one layer'), 22)}{'':>8} = {layer:>15,}   (24bsh² + 4bs²h)")
+print(viz.tr("{L} layers: {gflop:.3f} GFLOP", L=config.n_layers, gflop=config.n_layers * layer / 1e9))
+print(viz.tr("linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {ratio:.0f}", ratio=24 * h / (4 * s)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two terms, and decode", "zh": "两项的增长，以及解码"}}
 # The $24bsh^2$ part grows linearly with the prompt; the $4bs^2h$ part (attention) grows with its square. With
@@ -104,8 +105,9 @@ print(f"linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {24 * h / (4 * s
 # %%
 without_cache = cost.textbook_flops(config, seq_len=s + 1).total  # the whole sequence again
 with_cache = cost.textbook_flops(config, seq_len=1, context_len=s + 1).total  # one query, s + 1 keys
-print(f"recompute all {s + 1} tokens: {without_cache / 1e9:.3f} GFLOP;  one cached decode step: "
-      f"{with_cache / 1e9:.4f} GFLOP;  {without_cache / with_cache:.0f}× less")
+print(viz.tr("recompute all {n} tokens: {without:.3f} GFLOP;  one cached decode step: {cached:.4f} GFLOP;  "
+             "{ratio:.0f}× less", n=s + 1, without=without_cache / 1e9, cached=with_cache / 1e9,
+             ratio=without_cache / with_cache))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.3 An estimate for Llama-7B from the course notes *(optional)*
@@ -158,16 +160,16 @@ groups = {"Q·Kᵀ and scores·V": ["qk", "pv"], "Q, K, V, O projections": ["q_p
           "MLP": ["gate_proj", "up_proj", "down_proj"], "LM head": ["lm_head"]}
 book_7b = cost.textbook_flops(llama_7b, s7).by_op()
 exact_7b = cost.prefill_flops(llama_7b, s7).by_op()
-print(f"{'TFLOP, 1,000-token prefill':<28}{'estimate':>8}{'lecture':>9}{'exact':>8}")
+print(viz.tr("TFLOP, 1,000-token prefill  estimate  lecture   exact"))
 for name, ops in groups.items():
-    print(f"{name:<28}{estimate_terms[name] / 1e12:>8.3f}{sum(book_7b[o] for o in ops) / 1e12:>9.3f}"
+    print(f"{viz.pad(viz.tr(name), 28)}{estimate_terms[name] / 1e12:>8.3f}{sum(book_7b[o] for o in ops) / 1e12:>9.3f}"
           f"{sum(exact_7b[o] for o in ops) / 1e12:>8.3f}")
-print(f"{'total':<28}{sum(estimate_terms.values()) / 1e12:>8.3f}{sum(book_7b.values()) / 1e12:>9.3f}"
+print(f"{viz.pad(viz.tr('total'), 28)}{sum(estimate_terms.values()) / 1e12:>8.3f}{sum(book_7b.values()) / 1e12:>9.3f}"
       f"{sum(exact_7b.values()) / 1e12:>8.3f}")
-print(f"rule of thumb 2 · N · tokens (N = {llama_7b.n_params / 1e9:.2f}B parameters): "
-      f"{2 * llama_7b.n_params * s7 / 1e12:.3f} TFLOP")
-print(f"exact decode step at 1,000 tokens: {cost.decode_flops(llama_7b, s7).total / 1e9:.2f} GFLOP "
-      f"(estimate: {decode_step / 1e9:.2f})")
+print(viz.tr("rule of thumb 2 · N · tokens (N = {n:.2f}B parameters): {tflop:.3f} TFLOP", n=llama_7b.n_params / 1e9,
+             tflop=2 * llama_7b.n_params * s7 / 1e12))
+print(viz.tr("exact decode step at 1,000 tokens: {exact:.2f} GFLOP (estimate: {estimate:.2f})",
+             exact=cost.decode_flops(llama_7b, s7).total / 1e9, estimate=decode_step / 1e9))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the estimate leaves out", "zh": "估算漏掉了什么"}, {"en": "Why 2·N·tokens agrees at 1,000 tokens", "zh": "为何 2·N·tokens 在 1000 个 token 处吻合", "at": "The exact count"}]}
 # What the estimate of *LLM Inference Flow* leaves out:
@@ -197,8 +199,7 @@ def rule_parts(cfg, n):
     return exact.total / rule, exact.attention / rule, (rule - (exact.total - exact.attention)) / rule
 
 
-head = "exact÷rule  +attn  −emb/head"
-print(f"{'prompt':>7} | {'SmolLM2-135M: ' + head:<43}| Llama-7B: {head}")
+print(viz.tr(" prompt | SmolLM2-135M: exact÷rule  +attn  −emb/head | Llama-7B: exact÷rule  +attn  −emb/head"))
 for n in (37, 300, 819, 1000, 2000, 4096, 8192):
     row = [f"{r:>10.3f}{a:>8.3f}{e:>9.3f}" for r, a, e in (rule_parts(config, n), rule_parts(llama_7b, n))]
     print(f"{n:>7} | {row[0]:<43}| {row[1]}")
@@ -223,9 +224,9 @@ assert rule_parts(llama_7b, 8192)[0] > 1.25 and rule_parts(config, 37)[0] < 0.85
 
 # %% slide={"output": [[1, 3], [9, 13], 15, 26, 27]}
 prefill_37 = cost.prefill_flops(config, 37)
-print(prefill_37)
+print(prefill_37.table(viz.tr))  # viz.tr: the table in the reader's language; print(prefill_37) prints it too
 print()
-print(cost.decode_flops(config, 38))
+print(cost.decode_flops(config, 38).table(viz.tr))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Which operations dominate", "zh": "哪些运算占大头"}, "say": true}
 # In prefill the three MLP matrices do three quarters of the work. In a decode step the LM head stands out
@@ -233,9 +234,10 @@ print(cost.decode_flops(config, 38))
 # formula:
 
 # %% slide={"output": [[1, 4], [8, 12]]}
-print(cost.format_comparison(cost.compare_with_textbook(config, 37)))
+print(cost.format_comparison(cost.compare_with_textbook(config, 37), viz.tr))
 kv_width = config.n_kv_heads * config.head_dim
-print(f"\nwidth of K and V: n_kv · d = {config.n_kv_heads} · {config.head_dim} = {kv_width}")
+print("\n" + viz.tr("width of K and V: n_kv · d = {n_kv} · {d} = {width}", n_kv=config.n_kv_heads, d=config.head_dim,
+                    width=kv_width))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why the two differ", "zh": "两者为何不同"}}
 # Why the two differ:
@@ -264,7 +266,7 @@ print(f"FlopCounterMode: {counter.get_total_flops():,}   teachllm.cost: {prefill
 assert counter.get_total_flops() == prefill_37.total
 
 per_op = prefill_37.per_op  # one layer
-print("\nlayer 0, operation by operation:")
+print("\n" + viz.tr("layer 0, operation by operation:"))
 for op in ("q_proj", "k_proj", "v_proj", "o_proj"):
     print(f"  {op:<22}{sum(counts[f'Transformer.layers.0.self_attn.{op}'].values()):>13,}{per_op[op]:>13,}")
 attention = sum(v for key, v in counts["Transformer.layers.0.self_attn"].items() if str(key) != "aten.mm")
@@ -288,7 +290,8 @@ for op in ("gate_proj", "up_proj", "down_proj"):
 with cost.flop_counter() as counter:  # FlopCounterMode, with fused attention counted on every device
     lm.prefill(chat_ids, lm.new_cache(max_len=37))  # the fast path: fused attention
 assert counter.get_total_flops() == prefill_37.total
-print(f"fast path counted: {counter.get_total_flops():,} = teachllm.cost {prefill_37.total:,}")
+print(viz.tr("fast path counted: {counted:,} = teachllm.cost {total:,}", counted=counter.get_total_flops(),
+             total=prefill_37.total))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step", "zh": "一个解码步"}}
 # The same check for one decode step, after the prompt: one query against 38 keys.
@@ -299,8 +302,8 @@ token = lm.prefill(chat_ids, cache).argmax(-1)
 with FlopCounterMode(display=False) as counter:
     lm.decode_step(token, cache, trace=tl.Trace())
 assert counter.get_total_flops() == cost.decode_flops(config, 38).total
-print(f"decode step: FlopCounterMode {counter.get_total_flops():,} = teachllm.cost "
-      f"{cost.decode_flops(config, 38).total:,}")
+print(viz.tr("decode step: FlopCounterMode {counted:,} = teachllm.cost {total:,}", counted=counter.get_total_flops(),
+             total=cost.decode_flops(config, 38).total))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.6 How much of prefill is attention?
@@ -311,7 +314,8 @@ print(f"decode step: FlopCounterMode {counter.get_total_flops():,} = teachllm.co
 # %%
 for n in (37, 300, 1000, 3000, 4096, 8192):
     f = cost.prefill_flops(config, n)
-    print(f"{n:>5} tokens: {f.total / 1e9:>9.1f} GFLOP, attention (Q·Kᵀ and scores·V) {f.attention_fraction:6.1%}")
+    print(viz.tr("{n:>5} tokens: {gflop:>9.1f} GFLOP, attention (Q·Kᵀ and scores·V) {share:6.1%}", n=n,
+                 gflop=f.total / 1e9, share=f.attention_fraction))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # At 37 tokens attention is about 1% of the work, and at 300 tokens about 9%. It passes half only at about
@@ -330,15 +334,15 @@ for n in (37, 300, 1000, 3000, 4096, 8192):
 # $$\text{intensity} = \frac{\text{FLOPs}}{\text{bytes read and written}}$$
 
 # %% slide={"title": {"en": "Prefill and decode, in FLOPs and bytes", "zh": "预填充与解码的 FLOPs 与字节"}, "code": [[2, 4]]}
-print(f"{'call':<22}{'GFLOP':>8}{'weights MB':>11}{'KV read MB':>11}{'KV write MB':>12}{'FLOP/byte':>10}")
+print(viz.tr("call                     GFLOP weights MB KV read MB KV write MB FLOP/byte"))
 for c in (cost.prefill_cost(config, 37, dtype=lm.dtype), cost.prefill_cost(config, 300, dtype=lm.dtype),
           cost.decode_cost(config, 38, dtype=lm.dtype), cost.decode_cost(config, 301, dtype=lm.dtype),
           cost.decode_cost(config, 301, batch_size=16, dtype=lm.dtype)):
-    name = f"{c.phase} {'s' if c.phase == 'prefill' else 'T'}={c.length}" + (f", b={c.batch_size}" * (c.batch_size > 1))
-    print(f"{name:<22}{c.flops / 1e9:>8.3f}{c.weight_bytes / 1e6:>11.1f}{c.kv_read_bytes / 1e6:>11.2f}"
+    name = f"{viz.tr(c.phase)} {'s' if c.phase == 'prefill' else 'T'}={c.length}" + (f", b={c.batch_size}" * (c.batch_size > 1))
+    print(f"{viz.pad(name, 22)}{c.flops / 1e9:>8.3f}{c.weight_bytes / 1e6:>11.1f}{c.kv_read_bytes / 1e6:>11.2f}"
           f"{c.kv_write_bytes / 1e6:>12.3f}{c.intensity:>10.2f}")
 per_token = cost.prefill_cost(config, 300, dtype=lm.dtype).intensity / 300
-print(f"prefill, FLOP/byte per prompt token at s = 300: {per_token:.2f}")
+print(viz.tr("prefill, FLOP/byte per prompt token at s = 300: {x:.2f}", x=per_token))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the table says", "zh": "这张表说明什么"}}
 # Prefill and decode read the same 538 MB of weights (float32; the embedding matrix doubles as the LM head
@@ -366,12 +370,13 @@ print(f"prefill, FLOP/byte per prompt token at s = 300: {per_token:.2f}")
 
 # %% slide={"code": false, "output": false}
 shapes = roofline.model_matmul_shapes(config, lengths=(256, 1024))  # [m, k] @ [k, n] for m = 256 and 1,024
-print(len(shapes), "of the model's matmul shapes (m, k, n), and one square one:", shapes[:6], "…")
+print(viz.tr("{n} of the model's matmul shapes (m, k, n), and one square one: {shapes} …", n=len(shapes),
+             shapes=shapes[:6]))
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "This machine's two limits, measured", "zh": "实测这台机器的两个上限"}, "code": [1, 2]}
 device = roofline.measure_device(lm.device, lm.dtype, config=lm.config)  # the best of those shapes
-print(device)
-print(roofline.KNOWN_DEVICES["H100 SXM"], "for comparison")
+print(device.describe(viz.tr))  # viz.tr: in the reader's language; print(device) prints the same line
+print(viz.tr("{device} for comparison", device=roofline.KNOWN_DEVICES["H100 SXM"].describe(viz.tr)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The real model, timed", "zh": "真实模型的计时"}, "say": true}
 # Now the real model, timed: prefill at three prompt lengths and one decode step at batch 1 and 16
@@ -380,8 +385,9 @@ print(roofline.KNOWN_DEVICES["H100 SXM"], "for comparison")
 # %% tags=["nbval-ignore-output"] slide={"code": [[1, 3]]}
 points = roofline.measure_phases(lm, prefill_lengths=(16, 64, 300), decode_batches=(1, 16), decode_contexts=(301,),
                                  device=device, reps=3, budget_s=1.0)
-print(format_points(points))
-print(f"highest share of the peak reached by a phase: {max(p.achieved_flops for p in points) / device.peak_flops:.0%}")
+print(format_points(points, viz.tr))
+print(viz.tr("highest share of the peak reached by a phase: {share:.0%}",
+             share=max(p.achieved_flops for p in points) / device.peak_flops))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline", "zh": "屋顶线图"}, "say": true}
 # The static figure (the book's version) and the same view as a widget, whose *measure* button runs the
@@ -402,8 +408,8 @@ roofline_view
 # last line under the table above says how close the best phase came; `tests/test_roofline.py` checks that
 # none goes over). On a CPU the ridge is low, because a CPU has little arithmetic for its memory bandwidth: the
 # device line above gives this machine's, at most a few dozen FLOP per byte, against 295 for an H100. A prefill
-# of a few dozen tokens is then already compute-bound (a cell further down gives the length here), and batch-1 decode,
-# at 0.5 FLOP per byte, is deep in the memory-bound region.
+# far shorter than an H100 needs is then already compute-bound (a cell further down gives the length here), and
+# batch-1 decode, at 0.5 FLOP per byte, is deep in the memory-bound region.
 #
 # Usually the points do not reach the roof, and decode falls furthest short. A decode step runs hundreds of
 # small operations (in every layer: norms, projections, RoPE, attention and MLP), each with its own Python and
@@ -418,14 +424,14 @@ roofline_view
 # %% slide={"code": false, "output": false}
 h100 = roofline.KNOWN_DEVICES["H100 SXM"]
 predicted = []
-print(f"{'':<28}{'FLOP/byte':>10}{'bound':>9}{'time at the roof':>18}")
+print(viz.tr("                             FLOP/byte    bound  time at the roof"))
 for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
     for c in (cost.prefill_cost(cfg, 300, dtype="bf16"), cost.prefill_cost(cfg, 1000, dtype="bf16"),
               cost.decode_cost(cfg, 1001, dtype="bf16"), cost.decode_cost(cfg, 1001, batch_size=64, dtype="bf16")):
         seconds = c.flops / h100.attainable(c.intensity)
-        label = f"{name} {c.phase} " + (f"s={c.length}" if c.phase == "prefill" else f"b={c.batch_size}")
-        bound = h100.bound(c.intensity).removesuffix(" bandwidth")
-        print(f"{label:<28}{c.intensity:>10.1f}{bound:>9}{seconds * 1e3:>15.3f} ms")
+        label = f"{name} {viz.tr(c.phase)} " + (f"s={c.length}" if c.phase == "prefill" else f"b={c.batch_size}")
+        bound = viz.tr("memory" if h100.bound(c.intensity) == "memory bandwidth" else "compute")  # short, for the column
+        print(f"{viz.pad(label, 28)}{c.intensity:>10.1f}{viz.rpad(bound, 9)}{seconds * 1e3:>15.3f} ms")
         if name == "Llama-7B":
             predicted.append(PhasePoint(c.phase, c.batch_size, c.length, c.flops, c.bytes, seconds))
 fig = viz.roofline_figure(h100, predicted)
@@ -448,27 +454,29 @@ def crossing(cfg, roof, dtype):
     return next(n for n in range(1, 100_000) if cost.prefill_cost(cfg, n, dtype=dtype).intensity >= roof.ridge)
 
 
-print(f"H100 ridge: {h100.ridge:.0f} FLOP/byte (bfloat16)")
+print(viz.tr("H100 ridge: {ridge:.0f} FLOP/byte (bfloat16)", ridge=h100.ridge))
 for dtype in ("float32", "bf16"):
-    print(f"SmolLM2-135M prefill of 300 tokens, {dtype}: "
-          f"{cost.prefill_cost(config, 300, dtype=dtype).intensity / 300:.2f} FLOP/byte per prompt token")
+    print(viz.tr("SmolLM2-135M prefill of 300 tokens, {dtype}: {x:.2f} FLOP/byte per prompt token", dtype=dtype,
+                 x=cost.prefill_cost(config, 300, dtype=dtype).intensity / 300))
 for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
     n_star = crossing(cfg, h100, "bf16")
-    print(f"{name:<14} prefill is compute-bound on an H100 from {n_star} tokens on "
-          f"({cost.prefill_cost(cfg, n_star - 1, dtype='bf16').intensity:.1f} FLOP/byte at {n_star - 1}, "
-          f"{cost.prefill_cost(cfg, n_star, dtype='bf16').intensity:.1f} at {n_star})")
+    print(viz.tr("{name:<14} prefill is compute-bound on an H100 from {n} tokens on ({before_x:.1f} FLOP/byte at "
+                 "{before}, {x:.1f} at {n})", name=name, n=n_star, before=n_star - 1,
+                 before_x=cost.prefill_cost(cfg, n_star - 1, dtype="bf16").intensity,
+                 x=cost.prefill_cost(cfg, n_star, dtype="bf16").intensity))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "And on this CPU", "zh": "在这台 CPU 上"}}
 # And on this CPU, with the ridge measured above (float32, the dtype the model runs in here; it moves with
 # the measurement):
 
 # %% tags=["nbval-ignore-output"]
-print(f"this CPU's ridge: {device.ridge:.1f} FLOP/byte ({device.dtype})")
+print(viz.tr("this CPU's ridge: {ridge:.1f} FLOP/byte ({dtype})", ridge=device.ridge, dtype=device.dtype))
 for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
-    print(f"{name:<14} prefill is compute-bound here from {crossing(cfg, device, lm.dtype)} tokens on")
+    print(viz.tr("{name:<14} prefill is compute-bound here from {n} tokens on", name=name,
+                 n=crossing(cfg, device, lm.dtype)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two more caveats", "zh": "另外两点说明", "at": "The course notes"}}
-# On this CPU a short prompt is enough (a few dozen tokens or fewer: the cell above says how many); on an H100
+# On this CPU a much shorter prompt is enough (the cell above says how many); on an H100
 # this model needs 356 tokens and Llama-7B 305. Below that, even prefill waits on memory: a
 # 300-token prefill of this model on an H100 is memory-bound, which is what the table of section 10.9 shows. The
 # course notes' "prefill is compute-bound" is a statement about long prompts, or large batches of prompts, on a
@@ -496,22 +504,25 @@ pre16, dec16 = cost.prefill_cost(config, N, dtype="bf16"), cost.decode_cost(conf
 d = config.head_dim
 
 
-table = [
-    ("tokens per pass", f"{N}", "1"),
-    ("attention, per head", f"Q[{N}×{d}] × K[{N}×{d}]ᵀ → [{N}×{N}]",
+weights = viz.tr("weights {mb:.0f} MB", mb=pre.weight_bytes / 1e6)
+table = [  # row name, prefill, decode; viz.tr: in the reader's language
+    (viz.tr("tokens per pass"), f"{N}", "1"),
+    (viz.tr("attention, per head"), f"Q[{N}×{d}] × K[{N}×{d}]ᵀ → [{N}×{N}]",
      f"Q[1×{d}] × K[{N + 1}×{d}]ᵀ → [1×{N + 1}]"),
-    ("attention FLOPs (O(N²d), O(Nd))", f"{pre_f.attention / 1e9:.3f} G", f"{dec_f.attention / 1e9:.4f} G"),
-    ("all FLOPs", f"{pre.flops / 1e9:.2f} G", f"{dec.flops / 1e9:.3f} G"),
-    ("memory read", f"weights {pre.weight_bytes / 1e6:.0f} MB", f"weights {dec.weight_bytes / 1e6:.0f} MB"
-                                                                  f" + KV {dec.kv_read_bytes / 1e6:.1f} MB"),
-    ("FLOP per byte, float32", f"{pre.intensity:.1f}", f"{dec.intensity:.2f}"),
-    ("FLOP per byte, bfloat16", f"{pre16.intensity:.1f}", f"{dec16.intensity:.2f}"),
-    (f"bottleneck on an H100 (ridge {h100.ridge:.0f})", h100.bound(pre16.intensity), h100.bound(dec16.intensity)),
-    ("compute-bound on an H100 from", f"{crossing(config, h100, 'bf16')} prompt tokens", "never at batch 1"),
+    (viz.tr("attention FLOPs (O(N²d), O(Nd))"), f"{pre_f.attention / 1e9:.3f} G", f"{dec_f.attention / 1e9:.4f} G"),
+    (viz.tr("all FLOPs"), f"{pre.flops / 1e9:.2f} G", f"{dec.flops / 1e9:.3f} G"),
+    (viz.tr("memory read"), weights, viz.tr("weights {mb:.0f} MB", mb=dec.weight_bytes / 1e6)
+                                     + f" + KV {dec.kv_read_bytes / 1e6:.1f} MB"),
+    (viz.tr("FLOP per byte, float32"), f"{pre.intensity:.1f}", f"{dec.intensity:.2f}"),
+    (viz.tr("FLOP per byte, bfloat16"), f"{pre16.intensity:.1f}", f"{dec16.intensity:.2f}"),
+    (viz.tr("bottleneck on an H100 (ridge {ridge:.0f})", ridge=h100.ridge), viz.tr(h100.bound(pre16.intensity)),
+     viz.tr(h100.bound(dec16.intensity))),
+    (viz.tr("compute-bound on an H100 from"), viz.tr("{n} prompt tokens", n=crossing(config, h100, "bf16")),
+     viz.tr("never at batch 1")),
 ]
-print(f"{'':<36}{'prefill':<38}{'decode'}")
+print(f"{'':<36}{viz.pad(viz.tr('prefill'), 38)}{viz.tr('decode')}")
 for name, p, q in table:
-    print(f"{name:<36}{p:<38}{q}")
+    print(f"{viz.pad(name, 36)}{viz.pad(p, 38)}{q}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The rows that need a clock", "zh": "需要计时的几行"}}
 # And the rows that need a clock, from the measurements of 10.8 (this machine, this run):
@@ -519,17 +530,17 @@ for name, p, q in table:
 # %% tags=["nbval-ignore-output"] slide={"code": false}
 p_pre = next(p for p in points if p.phase == "prefill" and p.length == N)
 p_dec = next(p for p in points if p.phase == "decode" and p.batch_size == 1)
-print(f"{'':<36}{'prefill':>12}{'decode':>12}")
-print(f"{'time':<36}{p_pre.seconds * 1e3:>9.1f} ms{p_dec.seconds * 1e3:>9.1f} ms")
-print(f"{'time per token':<36}{p_pre.seconds / N * 1e3:>9.2f} ms{p_dec.seconds * 1e3:>9.1f} ms")
-print(f"{'achieved GFLOP/s':<36}{p_pre.achieved_flops / 1e9:>12.1f}{p_dec.achieved_flops / 1e9:>12.2f}")
-print(f"{'utilisation: % of peak FLOP/s':<36}{p_pre.achieved_flops / device.peak_flops:>12.1%}"
+print(f"{'':<36}{viz.rpad(viz.tr('prefill'), 12)}{viz.rpad(viz.tr('decode'), 12)}")
+print(f"{viz.pad(viz.tr('time'), 36)}{p_pre.seconds * 1e3:>9.1f} ms{p_dec.seconds * 1e3:>9.1f} ms")
+print(f"{viz.pad(viz.tr('time per token'), 36)}{p_pre.seconds / N * 1e3:>9.2f} ms{p_dec.seconds * 1e3:>9.1f} ms")
+print(f"{viz.pad(viz.tr('achieved GFLOP/s'), 36)}{p_pre.achieved_flops / 1e9:>12.1f}{p_dec.achieved_flops / 1e9:>12.2f}")
+print(f"{viz.pad(viz.tr('utilisation: % of peak FLOP/s'), 36)}{p_pre.achieved_flops / device.peak_flops:>12.1%}"
       f"{p_dec.achieved_flops / device.peak_flops:>12.1%}")
-print(f"{'bytes/s: % of measured bandwidth':<36}{p_pre.achieved_bandwidth / device.bandwidth:>12.1%}"
+print(f"{viz.pad(viz.tr('bytes/s: % of measured bandwidth'), 36)}{p_pre.achieved_bandwidth / device.bandwidth:>12.1%}"
       f"{p_dec.achieved_bandwidth / device.bandwidth:>12.1%}")
 for name, p in (("prefill", p_pre), ("decode", p_dec)):
-    print(f"bottleneck of {name} here: {device.bound(p.intensity)} "
-          f"({p.intensity:.1f} FLOP/byte, ridge {device.ridge:.1f})")
+    print(viz.tr("bottleneck of {name} here: {bound} ({intensity:.1f} FLOP/byte, ridge {ridge:.1f})", name=viz.tr(name),
+                 bound=viz.tr(device.bound(p.intensity)), intensity=p.intensity, ridge=device.ridge))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the clock says", "zh": "计时说明什么"}}
 # Prefill's share of the peak is many times decode's: decode spends its time reading weights. That is what
@@ -548,9 +559,10 @@ shares = {"prefill": p_pre.achieved_flops / device.peak_flops, "decode": p_dec.a
 for source, phase, lo, hi in quoted_ranges:
     share = shares[phase]
     verdict = "inside" if lo <= share <= hi else ("below" if share < lo else "above")
-    print(f"{source:<26}{phase:<8}{lo:>4.0%}–{hi:<4.0%}  this run {share:6.1%}: {verdict}")
-print(f"the roof caps decode's share here at intensity ÷ ridge = {p_dec.intensity:.2f} ÷ {device.ridge:.1f} "
-      f"= {p_dec.intensity / device.ridge:.1%}")
+    print(f"{viz.pad(viz.tr(source), 26)}{viz.pad(viz.tr(phase), 8)}{lo:>4.0%}–{hi:<4.0%}  "
+          + viz.tr("this run {share:6.1%}: {verdict}", share=share, verdict=viz.tr(verdict)))
+print(viz.tr("the roof caps decode's share here at intensity ÷ ridge = {intensity:.2f} ÷ {ridge:.1f} = {cap:.1%}",
+             intensity=p_dec.intensity, ridge=device.ridge, cap=p_dec.intensity / device.ridge))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Read the verdicts above: they are this run's. Decode's share cannot be high on any machine: below the
@@ -573,7 +585,7 @@ print(f"the roof caps decode's share here at intensity ÷ ridge = {p_dec.intensi
 # %%
 long_prompt = " ".join(["The printing press spread across Europe in the fifteenth century, and books became "
                         "cheap enough for ordinary readers."] * 5)
-print(len(tok.encode(long_prompt)), "prompt tokens")
+print(viz.tr("{n} prompt tokens", n=len(tok.encode(long_prompt))))
 timeline_view = viz.PhaseTimeline(lm, long_prompt, tl.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True),
                                   device=device)
 
@@ -581,8 +593,9 @@ timeline_view = viz.PhaseTimeline(lm, long_prompt, tl.SamplingParams(temperature
 segments = timeline_view.measure()  # generate once and time each step
 for phase in ("prefill", "decode"):
     seg = [x for x in segments if x.phase == phase]
-    print(f"{phase:<8} {len(seg):>2} step(s), {sum(x.seconds for x in seg) * 1e3:7.1f} ms in all, "
-          f"mean utilisation {sum(x.utilisation for x in seg) / len(seg):6.1%} of peak FLOP/s")
+    print(viz.pad(viz.tr(phase), 8) + viz.tr(" {n:>2} step(s), {ms:7.1f} ms in all, mean utilisation {u:6.1%} of peak "
+                                             "FLOP/s", n=len(seg), ms=sum(x.seconds for x in seg) * 1e3,
+                                             u=sum(x.utilisation for x in seg) / len(seg)))
 viz.timeline_figure(segments)
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "The timeline widget", "zh": "时间线控件"}}
@@ -596,8 +609,8 @@ timeline_view  # the widget: "generate and time" measures again
 # of 32 reads them once for 32 tokens: 32 times the work for the same bytes. Counted for this model at 301 keys:
 
 # %% slide={"code": false}
-print(f"decode step at T = {N + 1} keys")
-print(f"{'batch':>5}{'GFLOP':>9}{'weights MB':>12}{'KV read MB':>12}{'FLOP/byte':>11}")
+print(viz.tr("decode step at T = {T} keys", T=N + 1))
+print(viz.tr("batch    GFLOP  weights MB  KV read MB  FLOP/byte"))
 for batch in (1, 4, 16, 32):
     c = cost.decode_cost(config, N + 1, batch_size=batch, dtype=lm.dtype)
     print(f"{batch:>5}{c.flops / 1e9:>9.2f}{c.weight_bytes / 1e6:>12.1f}{c.kv_read_bytes / 1e6:>12.1f}"
@@ -609,7 +622,7 @@ for batch in (1, 4, 16, 32):
 # model (Llama-7B) in bfloat16, here on an H100 at 1,000 tokens of context, the roofline predicts:
 
 # %% slide={"code": false}
-print(f"{'batch':>5}{'weights GB':>12}{'KV read GB':>12}{'FLOP/byte':>11}{'decode tokens/s':>17}{'× batch 1':>11}")
+print(viz.tr("batch  weights GB  KV read GB  FLOP/byte  decode tokens/s  × batch 1"))
 base = None
 for batch in (1, 8, 32, 128):
     c = cost.decode_cost(llama_7b, 1000, batch_size=batch, dtype="bf16")
@@ -632,7 +645,7 @@ from teachllm.bench import Settings, batch_throughput  # noqa: E402
 
 rows = batch_throughput(lm, tok.encode("The capital of France is"),
                         Settings(batch_sizes=(1, 4, 16), batch_steps=4, reps=2, budget_s=1.5), device)
-print(f"{'batch':>5}{'decode tokens/s':>16}{'× batch 1':>11}{'roofline':>10}{'× batch 1':>11}")
+print(viz.tr("batch decode tokens/s  × batch 1  roofline  × batch 1"))
 for r in rows:
     print(f"{r['batch_size']:>5}{r['tokens_per_s']:>16.1f}{r['ratio_to_batch_1']:>11.2f}"
           f"{r['predicted_tokens_per_s']:>10.1f}{r['predicted_ratio']:>11.2f}")
@@ -671,14 +684,16 @@ n_prompt = segments[0].tokens
 pre_cost = cost.prefill_cost(config, n_prompt, dtype=lm.dtype)
 dec_cost = cost.decode_cost(config, segments[-1].tokens, dtype=lm.dtype)
 ttft, tpot = segments[0].seconds, sum(x.seconds for x in segments[1:]) / (len(segments) - 1)
-print(f"TTFT ({n_prompt}-token prompt): measured {ttft * 1e3:7.1f} ms, roofline bound "
-      f"{pre_cost.flops / device.attainable(pre_cost.intensity) * 1e3:6.1f} ms (bound: {device.bound(pre_cost.intensity)})")
-print(f"TPOT:                     measured {tpot * 1e3:7.1f} ms, roofline bound "
-      f"{dec_cost.flops / device.attainable(dec_cost.intensity) * 1e3:6.1f} ms (bound: {device.bound(dec_cost.intensity)})")
-print(f"decode rate (1 ÷ TPOT): {1 / tpot:.1f} tokens per second; the roof allows "
-      f"{device.attainable(dec_cost.intensity) / dec_cost.flops:.1f}")
-print(f"tokens/s (output tokens ÷ end-to-end time): {len(segments)} ÷ {sum(x.seconds for x in segments):.3f} s = "
-      f"{len(segments) / sum(x.seconds for x in segments):.1f}")
+print(viz.tr("TTFT ({n}-token prompt): measured {measured:7.1f} ms, roofline bound {roof:6.1f} ms (bound: {bound})",
+             n=n_prompt, measured=ttft * 1e3, roof=pre_cost.flops / device.attainable(pre_cost.intensity) * 1e3,
+             bound=viz.tr(device.bound(pre_cost.intensity))))
+print(viz.tr("TPOT:                     measured {measured:7.1f} ms, roofline bound {roof:6.1f} ms (bound: {bound})",
+             measured=tpot * 1e3, roof=dec_cost.flops / device.attainable(dec_cost.intensity) * 1e3,
+             bound=viz.tr(device.bound(dec_cost.intensity))))
+print(viz.tr("decode rate (1 ÷ TPOT): {rate:.1f} tokens per second; the roof allows {roof:.1f}", rate=1 / tpot,
+             roof=device.attainable(dec_cost.intensity) / dec_cost.flops))
+print(viz.tr("tokens/s (output tokens ÷ end-to-end time): {n} ÷ {s:.3f} s = {rate:.1f}", n=len(segments),
+             s=sum(x.seconds for x in segments), rate=len(segments) / sum(x.seconds for x in segments)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # For Llama-7B on an H100, the same bounds, from the spec sheet (section 10.8), at batch 1:
@@ -686,8 +701,8 @@ print(f"tokens/s (output tokens ÷ end-to-end time): {len(segments)} ÷ {sum(x.s
 # %%
 pre_7b, dec_7b = cost.prefill_cost(llama_7b, 1000, dtype="bf16"), cost.decode_cost(llama_7b, 1001, dtype="bf16")
 ttft_7b, tpot_7b = (c.flops / h100.attainable(c.intensity) for c in (pre_7b, dec_7b))
-print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token prompt, "
-      f"TPOT ≥ {tpot_7b * 1e3:.2f} ms, decode rate ≤ {1 / tpot_7b:.0f} tokens per second")
+print(viz.tr("Llama-7B on an H100: TTFT ≥ {ttft:.1f} ms for a 1,000-token prompt, TPOT ≥ {tpot:.2f} ms, decode rate ≤ "
+             "{rate:.0f} tokens per second", ttft=ttft_7b * 1e3, tpot=tpot_7b * 1e3, rate=1 / tpot_7b))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What engines do about it", "zh": "引擎如何应对"}}
 # Real engines reach a good part of that. The course notes sort their optimisations by phase. The table in
@@ -720,17 +735,17 @@ print(f"Llama-7B on an H100: TTFT ≥ {ttft_7b * 1e3:.1f} ms for a 1,000-token p
 qlm = tl.load(weights="gguf", kernel="int4", device="cpu", dtype="float32")  # the file's own 4 and 8 bits
 on_cpu = lm.device.type == "cpu" and lm.dtype == torch.float32
 lm32 = lm if on_cpu else tl.load(device="cpu", dtype="float32")  # the float32 reference, beside the 4-bit model
-print(f"4-bit model on {qlm.device}; float32 reference on {lm32.device}"
-      + ("" if on_cpu else f" (this chapter's model runs on {lm.device} in {lm.dtype})"))
+print(viz.tr("4-bit model on {q}; float32 reference on {ref}", q=qlm.device, ref=lm32.device)
+      + ("" if on_cpu else viz.tr(" (this chapter's model runs on {device} in {dtype})", device=lm.device, dtype=lm.dtype)))
 gate = qlm.model.layers[0].mlp.gate_proj
 print(gate)
-print("row 0, block 0: q =", gate.q[0, :32].tolist())
-print(f"                d = {float(gate.d[0, 0]):.6g}, m = {float(gate.m[0, 0]):.6g}")
-print("dequantize() equals tl.load()'s float32 weight:",
-      torch.equal(gate.dequantize(), lm32.model.layers[0].mlp.gate_proj.weight))
+print(viz.tr("row 0, block 0: q = {q}", q=gate.q[0, :32].tolist()))
+print(viz.tr("                d = {d:.6g}, m = {m:.6g}", d=float(gate.d[0, 0]), m=float(gate.m[0, 0])))
+print(viz.tr("dequantize() equals tl.load()'s float32 weight: {same}",
+             same=torch.equal(gate.dequantize(), lm32.model.layers[0].mlp.gate_proj.weight)))
 print(qlm.model.lm_head)
-print(f"bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {(32 * 4 + 2 * 16) / 32}, "
-      f"Q8_0 (32 × 8 bits + one float16) / 32 = {(32 * 8 + 16) / 32}")
+print(viz.tr("bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {q4}, Q8_0 (32 × 8 bits + one float16) / 32 = "
+             "{q8}", q4=(32 * 4 + 2 * 16) / 32, q8=(32 * 8 + 16) / 32))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Q4_1, and the bytes a step reads", "zh": "Q4_1 与每步读取的字节"}}
 # The kernel computes $w = (q - 8)s + z$ per group, which is Q4_1 with $s = d$ and $z = m + 8d$. The Q8_0 head has
@@ -754,7 +769,8 @@ step_bytes = {
     "4-bit (this file)": quant.weight_bytes_read(qlm.model) + kv_only["float32"],
 }
 for name, b in step_bytes.items():
-    print(f"{name:<20}{b / 1e6:8.1f} MB per step   {step_bytes['float32'] / b:4.1f}× fewer than float32")
+    print(viz.pad(viz.tr(name), 20) + viz.tr("{mb:8.1f} MB per step   {x:4.1f}× fewer than float32", mb=b / 1e6,
+                                             x=step_bytes["float32"] / b))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline's decode rate, per precision", "zh": "各精度下屋顶线给出的解码速率"}}
 # A memory-bound step takes at least $\text{bytes} / \text{bandwidth}$, so the roofline (with the CPU's bandwidth,
@@ -777,18 +793,18 @@ torch.set_num_threads(1)
 speeds = greedy_speeds({name: (lambda k, m=m: teachllm_greedy(m, ids, k)) for name, m in models.items()}, 16, 2)
 torch.set_num_threads(threads)
 flops = cost.decode_flops(config, T).total  # FLOPs of one step: the same in every precision
-print(f"{'':<20}{'MB/step':>8}{'roofline decode rate':>21}{'measured':>10}{'× float32':>11}{'× bandwidth':>13}")
+print(viz.tr("                     MB/step roofline decode rate  measured  × float32  × bandwidth"))
 rows = []
 for name, b in step_bytes.items():
     predicted = cpu.bandwidth / b
     measured = speeds[name]["decode_tokens_per_s"] if name in speeds else None
-    rows.append(dict(name=name, intensity=flops / b, predicted_flops=flops * predicted,
+    rows.append(dict(name=viz.tr(name), intensity=flops / b, predicted_flops=flops * predicted,
                      measured_flops=flops * measured if measured else None))
     if measured:
-        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>21.1f}{measured:>10.1f}"
+        print(f"{viz.pad(viz.tr(name), 20)}{b / 1e6:>8.1f}{predicted:>21.1f}{measured:>10.1f}"
               f"{measured / speeds['float32']['decode_tokens_per_s']:>11.2f}{b * measured / cpu.bandwidth:>13.2f}")
     else:
-        print(f"{name:<20}{b / 1e6:>8.1f}{predicted:>21.1f}{'—':>10}")
+        print(f"{viz.pad(viz.tr(name), 20)}{b / 1e6:>8.1f}{predicted:>21.1f}{'—':>10}")
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "Where each precision lands", "zh": "各精度落在哪里"}, "code": false}
 viz.figures.precision_roofline_figure(cpu, rows)
@@ -809,11 +825,11 @@ viz.figures.precision_roofline_figure(cpu, rows)
 # a few seconds):
 
 # %% tags=["nbval-ignore-output"] slide={"code": false}
-print(f"{'':<20}{'max |Δlogit|':>13}{'mean KL':>10}{'ppl English':>13}{'ppl Chinese':>13}")
+print(viz.tr("                     max |Δlogit|   mean KL  ppl English  ppl Chinese"))
 losses = {}
 for name in ("bfloat16", "4-bit (this file)"):
     q = losses[name] = quality(models[name].forward, lm32.forward, tok)
-    print(f"{name:<20}{q['max_abs_logit_diff']:>13.2f}{q['mean_kl']:>10.1e}{q['ppl_english']:>13.2f}"
+    print(f"{viz.pad(viz.tr(name), 20)}{q['max_abs_logit_diff']:>13.2f}{q['mean_kl']:>10.1e}{q['ppl_english']:>13.2f}"
           f"{q['ppl_chinese']:>13.2f}")
 print(f"{'float32':<20}{0:>13.2f}{0:>10.1e}{q['ppl_english_float32']:>13.2f}{q['ppl_chinese_float32']:>13.2f}")
 four = losses["4-bit (this file)"]
@@ -833,6 +849,34 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # combinations were tried: float32 activations into the same kernel give almost exactly the float32 logits but
 # run slower than float32 MKL, and splitting the activations or the scales into a bfloat16 high and low part
 # costs a second pass without removing the output's rounding. Those numbers are in the README.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **The two perplexity columns do not compare the languages.** Perplexity averages the loss over tokens, and
+# the tokenizer cuts the two paragraphs very differently. The float32 model's loss on each, per token and per
+# byte of text:
+
+# %%
+from teachllm.bench.decode import bits_per_byte, perplexity  # noqa: E402
+
+per = {}  # paragraph → (perplexity per token, bits per byte), float32
+for name, text in (("English", tl.texts.ENGLISH), ("Chinese", tl.texts.CHINESE)):
+    ids = tok.encode(text)
+    logits = lm32.forward(ids)  # [1, S, V]
+    per[name] = perplexity(logits, ids), bits_per_byte(logits, ids, tok)
+    print(viz.tr("{name} paragraph: {chars} characters, {n_bytes} bytes, {tokens} tokens; perplexity {ppl:.2f} per "
+                 "token, {bpb:.2f} bits per byte", name=viz.tr(name), chars=len(text), n_bytes=len(text.encode()),
+                 tokens=len(ids), ppl=per[name][0], bpb=per[name][1]))
+print(viz.tr("Chinese ÷ English, in bits per byte: {ratio:.1f}", ratio=per["Chinese"][1] / per["English"][1]))
+assert per["Chinese"][0] < per["English"][0] and per["Chinese"][1] > 2 * per["English"][1]  # per token, per byte
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# Per token the Chinese paragraph looks the easier one. But its 119 characters take 198 tokens, and the 389
+# characters of the English one take 72: a Chinese character is often two or three byte-level pieces, and
+# once the first piece is chosen the others are easy to guess, which pulls the average per token down. Shared
+# out over the bytes of the text, a measure that does not depend on how the text was cut, the Chinese
+# paragraph costs the model 2.4 times as many bits. Compare languages, and tokenizers, per byte, never per
+# token. The bfloat16 and 4-bit columns above compare what they were made for: each precision against float32,
+# on the same paragraph.
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Wide vectors against narrow ones", "zh": "宽向量与窄向量", "at": "With wide vectors"}}
 # ### Which kernel is fastest depends on the CPU
@@ -861,7 +905,7 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "What kernel=\"auto\" chose here", "zh": "kernel=\"auto\" 在这里选了什么"}}
 auto = tl.load(weights="gguf", device="cpu", dtype="float32")  # kernel="auto": measured once here, then cached
-print(auto.describe())
+print(auto.describe(viz.tr))  # viz.tr: in the reader's language; auto.describe() prints it in English
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### A kernel of our own, for AVX2
@@ -893,10 +937,10 @@ if native.why_not() is None:
     names = ["int4", "avx2"] + (["avx512"] if native.why_not("avx512") is None else [])
     errors = {name: float((kernels.build(layer, name)(x) - exact).norm() / exact.norm()) for name in names}
     for name, error in errors.items():
-        print(f"{name:<6} relative error against float32: {error:.0e}")
+        print(f"{name:<6} " + viz.tr("relative error against float32: {error:.0e}", error=error))
     assert errors["avx2"] < errors["int4"] / 10 and errors["avx2"] <= kernels.KERNELS["avx2"].bound
 else:
-    print("the avx2 kernel does not run here:", native.why_not())
+    print(viz.tr("the avx2 kernel does not run here: {why}", why=native.why_not()))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The fast path beside the plain one
@@ -928,7 +972,7 @@ print(inspect.getsource(fused.FastPath.__call__))
 prompt_ids = tok.encode("The history of the printing press begins")
 on_fast = qlm.prefill(prompt_ids, qlm.new_cache(max_len=len(prompt_ids)))  # [1, V]: qlm.fast is used
 on_plain = qlm.model(torch.tensor([prompt_ids]), qlm.new_cache(max_len=len(prompt_ids)))[:, -1]  # model.py's loop
-print("the same logits within 1e-4:", float((on_fast - on_plain).abs().max()) < 1e-4)
+print(viz.tr("the same logits within 1e-4: {same}", same=float((on_fast - on_plain).abs().max()) < 1e-4))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "And the time", "zh": "再看时间"}}
 # And the time: a step on each path, the milliseconds the quantised matrices take of it (each called once,
@@ -946,7 +990,8 @@ matmuls = kernels.matmul_ms(auto.model)
 torch.set_num_threads(threads)
 for name, row in speeds.items():
     step = 1e3 * row["step_s"]
-    print(f"{name:<12}{step:6.1f} ms a step, {matmuls:5.1f} ms in the matrices, {1 - matmuls / step:4.0%} outside")
+    print(viz.pad(viz.tr(name), 12) + viz.tr("{step:6.1f} ms a step, {matrices:5.1f} ms in the matrices, {outside:4.0%} "
+                                             "outside", step=step, matrices=matmuls, outside=1 - matmuls / step))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Both paths multiply by the same matrices; what the fast path removes is part of the rest. The rest does not
@@ -971,7 +1016,7 @@ for name, row in speeds.items():
 # - The rule $2 \cdot N \cdot \text{tokens}$ matches Llama-7B's exact count at 1,000 tokens only because the
 #   attention it leaves out equals the embedding and head work it wrongly counts; at longer prompts attention wins.
 # - Prefill is compute-bound only past the ridge: on an H100 in bfloat16 from 356 prompt tokens for this model
-#   and 305 for Llama-7B, on this CPU from a few dozen tokens or fewer. The course notes' utilisation ranges disagree;
+#   and 305 for Llama-7B, on this CPU from a much shorter prompt. The course notes' utilisation ranges disagree;
 #   section 10.9 prints which of them this machine's measurement falls in.
 # - TTFT follows prefill's FLOPs; TPOT follows decode's bytes. tokens/s is
 #   $\text{output tokens} / \text{end-to-end time}$, below the decode rate $1 / \text{TPOT}$.

@@ -55,6 +55,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..words import english
 from . import native
 
 GROUP = 32  # weights per GGUF block, for both formats
@@ -347,20 +348,37 @@ class Choice:
     seconds: float = 0.0  # time the measurement took (when measured)
     when: str = ""
 
-    def describe(self) -> str:
+    def describe(self, tr=english) -> str:
+        """The machine, then one row per group: its kernel and why; `tr`: the words' language (teachllm.words)."""
         m = self.machine
-        head = (f"kernels on {m['cpu']} ({m['capability']} dispatch, {m['threads']} thread"
-                f"{'s' if m['threads'] != 1 else ''}, torch {m['torch']}): {self.how}")
+        how = {"measured": tr("measured"), "cached": tr("cached"), "forced": tr("forced")}.get(self.how, self.how)
+        threads = tr("{n} thread", n=1) if m["threads"] == 1 else tr("{n} threads", n=m["threads"])
+        head = tr("kernels on {cpu} ({capability} dispatch, {threads}, torch {torch}): {how}", cpu=m["cpu"],
+                  capability=m["capability"], threads=threads, torch=m["torch"], how=how)
         if self.how != "forced":
-            head += f" {self.when}, in {self.seconds:.1f} s"
-        lines = [head, f"  {'matrices':<28}{'shape':>14}  {'kernel':<10}why"]
+            head += tr(" {when}, in {seconds:.1f} s", when=self.when, seconds=self.seconds)
+        lines = [head, tr("  matrices                             shape  kernel    why")]
         for g in self.groups:
             shape = f"{g.in_features} → {g.out_features}"
-            lines.append(f"  {g.label:<28}{shape:>14}  {g.kernel:<10}{g.why}")
+            lines.append(f"  {g.label:<28}{shape:>14}  {g.kernel:<10}{reason(g, tr)}")
         refused = sorted({f"{k} ({why})" for g in self.groups for k, why in g.refused.items()})
         if refused:
-            lines.append("  not considered: " + "; ".join(refused))
+            lines.append(tr("  not considered: {kernels}", kernels="; ".join(refused)))
         return "\n".join(lines)
+
+
+def reason(group: Group, tr=english) -> str:
+    """Why `group` runs on its kernel (what `group.why` holds), in `tr`'s language: forced, or the fastest or a
+    near-tie of the milliseconds measured on each kernel."""
+    if not group.step_ms:
+        if KERNELS[group.kernel].faithful:
+            return tr("forced")
+        return tr("forced: outside the faithful bound, for comparison")
+    kept, fastest = group.kernel, min(group.step_ms, key=group.step_ms.get)
+    others = ", ".join(f"{k} {ms:.1f}" for k, ms in sorted(group.step_ms.items(), key=lambda kv: kv[1]) if k != kept)
+    if kept == fastest:
+        return tr("fastest: {ms:.2f} ms a step (others: {others})", ms=group.step_ms[kept], others=others)
+    return tr("a tie, closest to float32: {ms:.2f} ms a step (others: {others})", ms=group.step_ms[kept], others=others)
 
 
 def machine() -> dict:
@@ -463,11 +481,7 @@ def choose(model: nn.Module, groups: list[Group], candidates=FAITHFUL) -> None:
                     del impls[kernel]
         group.step_ms = measure(model, groups, group, impls)
         group.kernel = kept = pick(group.step_ms)
-        fastest = min(group.step_ms, key=group.step_ms.get)
-        others = ", ".join(f"{k} {ms:.1f}" for k, ms in sorted(group.step_ms.items(), key=lambda kv: kv[1])
-                           if k != kept)
-        group.why = (f"fastest: {group.step_ms[kept]:.2f} ms a step" if kept == fastest else
-                     f"a tie, closest to float32: {group.step_ms[kept]:.2f} ms a step") + f" (others: {others})"
+        group.why = reason(group)
         use(model, group, impls[kept], kept)
 
 
@@ -566,7 +580,7 @@ def configure(lm, kernel: str = AUTO, model_key: str = "") -> Choice:
     if kernel != AUTO:
         for g in groups:
             g.kernel = kernel
-            g.why = "forced" + ("" if KERNELS[kernel].faithful else ": outside the faithful bound, for comparison")
+            g.why = reason(g)  # no times: forced
             use(lm.model, g)
         return Choice(groups, facts, "forced")
     path = cache_file(model_key, facts)

@@ -20,7 +20,7 @@ from .figures import (
     step_figure,
     timeline_figure,
 )
-from .language import language, pad, set_language, tr
+from .language import language, pad, rpad, set_language, tr
 from .lecture import (
     BPEStepper,
     beam_tree,
@@ -43,5 +43,5 @@ __all__ = [
     "iteration_timeline_figure", "labeller", "next_token_logits", "roofline_figure", "serving", "step_figure",
     "timeline_figure", "widgets", "lecture", "beam_tree", "beam_tree_figure", "bpe_pieces_figure", "penalty_stages",
     "penalty_stages_figure", "pipeline_figure", "pipeline_stages", "language", "set_language", "show_figures_offline",
-    "pad", "tr", "zh", "Quiz",
+    "pad", "rpad", "tr", "zh", "Quiz",
 ]

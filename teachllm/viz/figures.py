@@ -261,7 +261,7 @@ def roofline_spec(device, points) -> tuple[list[dict], dict]:
     """device: a `teachllm.roofline.Device`; points: `PhasePoint`s from `measure_phases`."""
     intensities = [p.intensity for p in points] or [device.ridge]
     lo, hi = min(0.1, min(intensities) / 2), max(10 * device.ridge, max(intensities) * 2)
-    traces = [dict(type="scatter", name=tr("roof: {device}", device=device.name), mode="lines",
+    traces = [dict(type="scatter", name=tr("roof: {device}", device=device.label(tr)), mode="lines",
                    line=dict(color="#333", width=2),
                    x=[_sig(lo), _sig(device.ridge), _sig(hi)],
                    y=[_sig(device.bandwidth * lo), _sig(device.peak_flops), _sig(device.peak_flops)])]
@@ -271,10 +271,10 @@ def roofline_spec(device, points) -> tuple[list[dict], dict]:
         traces.append(dict(type="scatter", name=tr("{name} (measured)", name=tr(phase)), mode="markers+text", text=text,
                            textposition="top center", x=[_sig(p.intensity) for p in pts],
                            y=[_sig(p.achieved_flops) for p in pts], marker=dict(size=10, color=COLORS[phase]),
-                           hovertemplate="%{text}: %{x:.1f} FLOP/byte, %{y:.3s}FLOP/s<extra></extra>"))
+                           hovertemplate="%{text}: %{x:.1f} " + tr("FLOP/byte") + ", %{y:.3s}FLOP/s<extra></extra>"))
     source = {"measured": tr("measured"), "spec sheet": tr("spec sheet")}.get(device.source, device.source)
     title = tr("{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte",
-               device=device.name, source=source, peak=device.peak_flops / 1e9,
+               device=device.label(tr), source=source, peak=device.peak_flops / 1e9,
                bandwidth=device.bandwidth / 1e9, ridge=device.ridge)
     layout = dict(title=dict(text=title, font=dict(size=13)), height=440, margin=dict(t=100, b=80),
                   xaxis=dict(type="log", title=dict(text=tr("arithmetic intensity (FLOP/byte)")),
@@ -327,12 +327,13 @@ def precision_roofline_spec(device, rows: list[dict]) -> tuple[list[dict], dict]
         traces.append(dict(type="scatter", name=tr("{name} (roofline)", name=row["name"]), mode="markers",
                            x=[_sig(row["intensity"])], y=[_sig(row["predicted_flops"])],
                            marker=dict(size=12, color=color, symbol="circle-open", line=dict(width=2)),
-                           hovertemplate="%{x:.2f} FLOP/byte, %{y:.3s}FLOP/s " + tr("predicted") + "<extra></extra>"))
+                           hovertemplate="%{x:.2f} " + tr("FLOP/byte") + ", %{y:.3s}FLOP/s " + tr("predicted")
+                           + "<extra></extra>"))
         if row.get("measured_flops"):
             traces.append(dict(type="scatter", name=tr("{name} (measured)", name=row["name"]), mode="markers",
                                x=[_sig(row["intensity"])], y=[_sig(row["measured_flops"])],
                                marker=dict(size=10, color=color),
-                               hovertemplate="%{x:.2f} FLOP/byte, %{y:.3s}FLOP/s " + tr("measured")
+                               hovertemplate="%{x:.2f} " + tr("FLOP/byte") + ", %{y:.3s}FLOP/s " + tr("measured")
                                + "<extra></extra>"))
     xs = [r["intensity"] for r in rows]
     layout["xaxis"]["range"] = [math.log10(min(xs) / 2), math.log10(device.ridge * 4)]

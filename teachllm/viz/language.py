@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import re
 import string
-import unicodedata
 
+from ..words import display_width, pad, rpad  # noqa: F401  (viz.pad, viz.rpad; display_width for viz.lecture)
 from .zh import ZH
 
 LANGUAGES = ("en", "zh")
@@ -80,17 +80,6 @@ def template(english: str) -> str:
     if _current == "zh" and english not in ZH:
         untranslated.add(english)
     return ZH.get(english, english) if _current == "zh" else english
-
-
-def display_width(text: str) -> int:
-    """Columns `text` takes in a monospaced font: a Chinese character (East Asian wide or full-width) takes two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def pad(text: str, columns: int) -> str:
-    """`text` followed by spaces up to `columns` as a terminal or notebook shows it: a Chinese character
-    takes two columns, so `f"{text:<32}"` would misalign a table of Chinese row names."""
-    return text + " " * max(0, columns - display_width(text))
 
 
 def font() -> dict:

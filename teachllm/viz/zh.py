@@ -121,6 +121,7 @@ ZH: dict[str, str] = {
     "{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte":
         "{device}（{source}）：峰值 {peak:.1f} GFLOP/s，带宽 {bandwidth:.1f} GB/s，屋脊点 {ridge:.1f} FLOP/字节",
     "arithmetic intensity (FLOP/byte)": "算术强度（FLOP/字节）",
+    "FLOP/byte": "FLOP/字节",
     "ridge": "屋脊点",
     "generate and time": "生成并计时",
     "measure": "测量",
@@ -435,4 +436,183 @@ ZH: dict[str, str] = {
         "对比 {size}·d 字节）",
     "1024 tokens: {int8:.1f} MiB in int8 against {full:.1f} MiB in {dtype}":
         "1024 个 token：int8 占 {int8:.1f} MiB，{dtype} 占 {full:.1f} MiB",
+    # chapter 10: the lines it prints itself, and the tables of teachllm.cost, roofline and fastpath.kernels
+    "h = {h}, L = {L}, n_h = {n_h}, n_kv = {n_kv}, d = {d}, f = {f}, V = {V:,}, {params:.1f}M parameters, {dtype}":
+        "h = {h}，L = {L}，n_h = {n_h}，n_kv = {n_kv}，d = {d}，f = {f}，V = {V:,}，{params:.1f}M 个参数，{dtype}",
+    "Q, K, V projections": "Q、K、V 投影",
+    "Q·Kᵀ": "Q·Kᵀ",
+    "scores·V": "scores·V",
+    "output projection": "输出投影",
+    "MLP, h → 4h → h": "MLP，从 h 到 4h 再到 h",
+    "one layer": "一层",
+    "{L} layers: {gflop:.3f} GFLOP": "{L} 层：{gflop:.3f} GFLOP",
+    "linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {ratio:.0f}":
+        "线性部分 ÷ 注意力部分：24bsh² / 4bs²h = 24h / 4s = {ratio:.0f}",
+    "recompute all {n} tokens: {without:.3f} GFLOP;  one cached decode step: {cached:.4f} GFLOP;  {ratio:.0f}× less":
+        "重算全部 {n} 个 token：{without:.3f} GFLOP；用缓存的一个解码步："
+        "{cached:.4f} GFLOP；前者是后者的 {ratio:.0f} 倍",
+    "TFLOP, 1,000-token prefill  estimate  lecture   exact": "TFLOP，预填充 1,000 个 token    估算   层公式    精确",
+    "Q·Kᵀ and scores·V": "Q·Kᵀ 和 scores·V",
+    "Q, K, V, O projections": "Q、K、V、O 投影",
+    "MLP": "MLP",
+    "LM head": "LM head",
+    "total": "合计",
+    "rule of thumb 2 · N · tokens (N = {n:.2f}B parameters): {tflop:.3f} TFLOP":
+        "经验法则 2 · N · tokens（N = {n:.2f}B 个参数）：{tflop:.3f} TFLOP",
+    "exact decode step at 1,000 tokens: {exact:.2f} GFLOP (estimate: {estimate:.2f})":
+        "1,000 个 token 处的一个解码步，精确计数：{exact:.2f} GFLOP（估算：{estimate:.2f}）",
+    " prompt | SmolLM2-135M: exact÷rule  +attn  −emb/head | Llama-7B: exact÷rule  +attn  −emb/head":
+        " 提示词 | SmolLM2-135M：精确÷法则  +注意力  −嵌入/head| Llama-7B：精确÷法则  +注意力  −嵌入/head",
+    "width of K and V: n_kv · d = {n_kv} · {d} = {width}": "K 和 V 的宽度：n_kv · d = {n_kv} · {d} = {width}",
+    "layer 0, operation by operation:": "第 0 层，逐个运算：",
+    "fast path counted: {counted:,} = teachllm.cost {total:,}": "快速路径计得：{counted:,} = teachllm.cost {total:,}",
+    "decode step: FlopCounterMode {counted:,} = teachllm.cost {total:,}":
+        "解码步：FlopCounterMode {counted:,} = teachllm.cost {total:,}",
+    "{n:>5} tokens: {gflop:>9.1f} GFLOP, attention (Q·Kᵀ and scores·V) {share:6.1%}":
+        "{n:>5} 个 token：{gflop:>9.1f} GFLOP，注意力（Q·Kᵀ 和 scores·V）占 {share:6.1%}",
+    "call                     GFLOP weights MB KV read MB KV write MB FLOP/byte":
+        "调用                     GFLOP    权重 MB KV 读取 MB  KV 写入 MB FLOP/字节",
+    "prefill, FLOP/byte per prompt token at s = 300: {x:.2f}":
+        "预填充，s = 300 时每个提示词 token 贡献的 FLOP/字节：{x:.2f}",
+    "{n} of the model's matmul shapes (m, k, n), and one square one: {shapes} …":
+        "模型的 {n} 种矩阵乘法形状 (m, k, n)，外加一个方阵：{shapes} …",
+    "{device} for comparison": "{device}，作为对比",
+    "highest share of the peak reached by a phase: {share:.0%}": "各阶段达到峰值的最高比例：{share:.0%}",
+    "                             FLOP/byte    bound  time at the roof":
+        "                             FLOP/字节     瓶颈    按屋顶算的耗时",
+    "memory": "内存",
+    "compute": "算力",
+    "memory bandwidth": "内存带宽",
+    "H100 ridge: {ridge:.0f} FLOP/byte (bfloat16)": "H100 的屋脊点：{ridge:.0f} FLOP/字节（bfloat16）",
+    "SmolLM2-135M prefill of 300 tokens, {dtype}: {x:.2f} FLOP/byte per prompt token":
+        "SmolLM2-135M 预填充 300 个 token，{dtype}：每个提示词 token {x:.2f} FLOP/字节",
+    "{name:<14} prefill is compute-bound on an H100 from {n} tokens "
+    "on ({before_x:.1f} FLOP/byte at {before}, {x:.1f} at {n})":
+        "{name:<14} 预填充在 H100 上从 {n} 个 token 起是计算密集型的（{before} "
+        "个 token 时 {before_x:.1f} FLOP/字节，{n} 个时 {x:.1f}）",
+    "this CPU's ridge: {ridge:.1f} FLOP/byte ({dtype})": "这台 CPU 的屋脊点：{ridge:.1f} FLOP/字节（{dtype}）",
+    "{name:<14} prefill is compute-bound here from {n} tokens on":
+        "{name:<14} 预填充在这里从 {n} 个 token 起是计算密集型的",
+    "weights {mb:.0f} MB": "权重 {mb:.0f} MB",
+    "tokens per pass": "每次前向的 token 数",
+    "attention, per head": "每个头的注意力",
+    "attention FLOPs (O(N²d), O(Nd))": "注意力的 FLOPs（O(N²d)、O(Nd)）",
+    "all FLOPs": "全部 FLOPs",
+    "memory read": "读取的内存",
+    "FLOP per byte, float32": "每字节 FLOP，float32",
+    "FLOP per byte, bfloat16": "每字节 FLOP，bfloat16",
+    "bottleneck on an H100 (ridge {ridge:.0f})": "H100 上的瓶颈（屋脊点 {ridge:.0f}）",
+    "compute-bound on an H100 from": "在 H100 上计算密集的起点",
+    "{n} prompt tokens": "{n} 个提示词 token",
+    "never at batch 1": "批大小为 1 时永远不会",
+    "time": "耗时",
+    "time per token": "每个 token 的耗时",
+    "achieved GFLOP/s": "达到的 GFLOP/s",
+    "utilisation: % of peak FLOP/s": "利用率：占峰值 FLOP/s 的比例",
+    "bytes/s: % of measured bandwidth": "字节/秒：占实测带宽的比例",
+    "bottleneck of {name} here: {bound} ({intensity:.1f} FLOP/byte, ridge {ridge:.1f})":
+        "{name}在这里的瓶颈：{bound}（{intensity:.1f} FLOP/字节，屋脊点 {ridge:.1f}）",
+    "LLM Generation Process": "《LLM 生成过程》",
+    "interview answer, table": "面试题解答（表格）",
+    "interview answer, text": "面试题解答（正文）",
+    "this run {share:6.1%}: {verdict}": "这次运行 {share:6.1%}：{verdict}",
+    "inside": "在范围内",
+    "below": "低于范围",
+    "above": "高于范围",
+    "the roof caps decode's share here at intensity ÷ ridge = {intensity:.2f} ÷ {ridge:.1f} = {cap:.1%}":
+        "屋顶给这里解码的比例设的上限：算术强度 ÷ 屋脊点 = {intensity:.2f} ÷ {ridge:.1f} = {cap:.1%}",
+    " {n:>2} step(s), {ms:7.1f} ms in all, mean utilisation {u:6.1%} of peak FLOP/s":
+        " {n:>2} 步，共 {ms:7.1f} ms，平均利用率为峰值 FLOP/s 的 {u:6.1%}",
+    "decode step at T = {T} keys": "T = {T} 个键时的一个解码步",
+    "batch    GFLOP  weights MB  KV read MB  FLOP/byte": "批大小   GFLOP     权重 MB  KV 读取 MB  FLOP/字节",
+    "batch  weights GB  KV read GB  FLOP/byte  decode tokens/s  × batch 1":
+        "批大小    权重 GB  KV 读取 GB  FLOP/字节     解码 token/s × 批大小 1",
+    "batch decode tokens/s  × batch 1  roofline  × batch 1": "批大小   解码 token/s × 批大小 1  Roofline × 批大小 1",
+    "TTFT ({n}-token prompt): measured {measured:7.1f} ms, roofline bound {roof:6.1f} ms (bound: {bound})":
+        "TTFT（{n} 个 token 的提示词）：实测 {measured:7.1f} ms，Roofline 下界 {roof:6.1f} ms（瓶颈：{bound}）",
+    "TPOT:                     measured {measured:7.1f} ms, roofline bound {roof:6.1f} ms (bound: {bound})":
+        "TPOT：                         实测 {measured:7.1f} ms，Roofline 下界 {roof:6.1f} ms（瓶颈：{bound}）",
+    "decode rate (1 ÷ TPOT): {rate:.1f} tokens per second; the roof allows {roof:.1f}":
+        "解码速率（1 ÷ TPOT）：每秒 {rate:.1f} 个 token；屋顶允许每秒 {roof:.1f} 个",
+    "tokens/s (output tokens ÷ end-to-end time): {n} ÷ {s:.3f} s = {rate:.1f}":
+        "tokens/s（输出 token 数 ÷ 端到端时间）：{n} ÷ {s:.3f} s = {rate:.1f}",
+    "Llama-7B on an H100: TTFT ≥ {ttft:.1f} ms for a 1,000-token prompt, "
+    "TPOT ≥ {tpot:.2f} ms, decode rate ≤ {rate:.0f} tokens per second":
+        "Llama-7B 在 H100 上：1,000 个 token 的提示词 TTFT ≥ {ttft:.1f} "
+        "ms，TPOT ≥ {tpot:.2f} ms，解码速率 ≤ 每秒 {rate:.0f} 个 token",
+    "4-bit model on {q}; float32 reference on {ref}": "4 位模型在 {q} 上；float32 参照模型在 {ref} 上",
+    " (this chapter's model runs on {device} in {dtype})": "（本章的模型在 {device} 上以 {dtype} 运行）",
+    "row 0, block 0: q = {q}": "第 0 行，第 0 块：q = {q}",
+    "                d = {d:.6g}, m = {m:.6g}": "                  d = {d:.6g}（缩放），m = {m:.6g}（最小值）",
+    "dequantize() equals tl.load()'s float32 weight: {same}": "dequantize() 与 tl.load() 的 float32 权重相等：{same}",
+    "bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {q4}, Q8_0 (32 × 8 bits + one float16) / 32 = {q8}":
+        "每个权重的位数：Q4_1（32 × 4 位 + 两个 float16）/ 32 = {q4}，Q8_0（32 × 8 位 + 一个 float16）/ 32 = {q8}",
+    "{mb:8.1f} MB per step   {x:4.1f}× fewer than float32": "每步 {mb:8.1f} MB   float32 的字节数是它的 {x:4.1f} 倍",
+    "float32": "float32",
+    "bfloat16": "bfloat16",
+    "int8 (Q8_0)": "int8 (Q8_0)",
+    "4-bit (this file)": "4 位（本文件）",
+    "                     MB/step roofline decode rate  measured  × float32  × bandwidth":
+        "                       MB/步 Roofline 预测的解码速率   实测  × float32       × 带宽",
+    "                     max |Δlogit|   mean KL  ppl English  ppl Chinese":
+        "                     max |Δlogit|   平均 KL   英文困惑度   中文困惑度",
+    "relative error against float32: {error:.0e}": "相对 float32 的误差：{error:.0e}",
+    "the avx2 kernel does not run here: {why}": "avx2 内核在这里不能运行：{why}",
+    "the same logits within 1e-4: {same}": "两者的 logits 相差在 1e-4 以内：{same}",
+    "{step:6.1f} ms a step, {matrices:5.1f} ms in the matrices, {outside:4.0%} outside":
+        "每步 {step:6.1f} ms，矩阵占 {matrices:5.1f} ms，矩阵之外占 {outside:4.0%}",
+    "fast path": "快速路径",
+    "plain loop": "朴素循环",
+    # the tables and lines of teachllm.cost, teachllm.roofline, teachllm.fastpath.kernels and lm.describe (their `tr`)
+    "{phase}: batch {b}, {s} new token(s), {T} keys, {L} layers":
+        "{phase}：批大小 {b}，{s} 个新 token，{T} 个键，{L} 层",
+    "forward": "前向传播",
+    "textbook": "教科书式的层",
+    "operation          per layer        all layers   share": "运算                    每层            全部层    占比",
+    "total       {per_layer:>16,}{total:>18,}  = {gflop:.3f} GFLOP":
+        "合计        {per_layer:>16,}{total:>18,}  = {gflop:.3f} GFLOP",
+    "operation           textbook            exact exact/book  why":
+        "运算                  教科书             精确 精确/教科书  原因",
+    "same (n_h·d = h)": "相同（n_h·d = h）",
+    "n_h·d = {q}, not h = {h}": "n_h·d = {q}，不是 h = {h}",
+    "same (n_kv·d = h)": "相同（n_kv·d = h）",
+    "GQA: {n_kv} KV heads for {n_h} query heads, n_kv·d = {kv} not {h}":
+        "GQA：{n_h} 个查询头共用 {n_kv} 个 KV 头，n_kv·d = {kv}，不是 {h}",
+    "SwiGLU's third matrix; the textbook MLP has two": "SwiGLU 的第三个矩阵；教科书式的 MLP 只有两个",
+    "same (f = 4h)": "相同（f = 4h）",
+    "MLP width f = {f}, not 4h = {h4}": "MLP 宽度 f = {f}，不是 4h = {h4}",
+    "the textbook counts the layers only; the LM head is 2·b·h·V per projected position":
+        "教科书只计各层；LM head 每个投影位置 2·b·h·V",
+    "24·b·s·h² + 4·b·s²·h per layer, against the real model": "每层 24·b·s·h² + 4·b·s²·h，对比真实模型",
+    "cpu, {n} threads": "cpu，{n} 个线程",
+    "{name} ({source}, {dtype}): peak {peak:.3g} TFLOP/s, bandwidth {bandwidth:.4g} GB/s, ridge {ridge:.1f} FLOP/byte":
+        "{name}（{source}，{dtype}）：峰值 {peak:.3g} TFLOP/s，带宽 {bandwidth:.4g} GB/s，屋脊点 {ridge:.1f} FLOP/字节",
+    "cached": "从缓存读取",
+    "forced": "指定",
+    "{n} thread": "{n} 个线程",
+    "{n} threads": "{n} 个线程",
+    "kernels on {cpu} ({capability} dispatch, {threads}, torch {torch}): {how}":
+        "各内核，机器 {cpu}（{capability} 分派，{threads}，torch {torch}）：{how}",
+    " {when}, in {seconds:.1f} s": "（{when}，用时 {seconds:.1f} s）",
+    "  not considered: {kernels}": "  未考虑：{kernels}",
+    "forced: outside the faithful bound, for comparison": "指定：超出允许的误差界，只用来比较",
+    "fastest: {ms:.2f} ms a step (others: {others})": "最快：每步 {ms:.2f} ms（其他：{others}）",
+    "a tie, closest to float32: {ms:.2f} ms a step (others: {others})":
+        "不相上下，取最接近 float32 的：每步 {ms:.2f} ms（其他：{others}）",
+    "{name}: every matrix in {dtype}, multiplied by F.linear": "{name}：每个矩阵都是 {dtype}，由 F.linear 相乘",
+    "phase    batch length    GFLOP       MB  FLOP/B       ms  GFLOP/s    GB/s roof GFLOP/s":
+        "阶段     批大小  长度    GFLOP       MB FLOP/字节     ms  GFLOP/s    GB/s 屋顶 GFLOP/s",
+    "  matrices                             shape  kernel    why":
+        "  矩阵                                  形状  内核      原因",
+    "{name} paragraph: {chars} characters, {n_bytes} bytes, {tokens} tokens; perplexity {ppl:.2f} per token, "
+    "{bpb:.2f} bits per byte":
+        "{name}段落：{chars} 个字符，{n_bytes} 字节，{tokens} 个 token；"
+        "每个 token 的困惑度 {ppl:.2f}，每字节 {bpb:.2f} 比特",
+    "English": "英文",
+    "Chinese": "中文",
+    "Chinese ÷ English, in bits per byte: {ratio:.1f}": "按每字节的比特数，中文 ÷ 英文：{ratio:.1f}",
+    # chapter 4: the same sentence in both languages
+    "{name}: {chars} characters, {tokens} tokens, {mb:.2f} MB of cache":
+        "{name}：{chars} 个字符，{tokens} 个 token，缓存 {mb:.2f} MB",
+    "Chinese ÷ English: {ratio:.1f}× the tokens, and so the cache": "中文 ÷ 英文：token 数是 {ratio:.1f} 倍，缓存也是",
 }
