@@ -20,7 +20,7 @@
 #
 # Cells that time something are marked: their output differs on every machine and every run.
 
-# %% slide={"title": {"en": "The model's shape", "zh": "模型的形状"}, "code": [[12, 15]]}
+# %% slide={"title": {"en": "The model's shape", "zh": "模型的形状"}, "code": [[12, 16]]}
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -448,7 +448,7 @@ fig
 # "prefill is compute-bound", as the course notes say, holds from the prompt length where the intensity reaches the
 # ridge. On the spec-sheet H100, in bfloat16, with `teachllm.cost`:
 
-# %% slide={"title": {"en": "The crossing, computed", "zh": "算出越过点"}, "code": [[10, 14]]}
+# %% slide={"title": {"en": "The crossing, computed", "zh": "算出越过点"}, "code": [[10, 15]]}
 def crossing(cfg, roof, dtype):
     """The shortest prompt whose prefill reaches `roof`'s ridge (its intensity grows with the length)."""
     return next(n for n in range(1, 100_000) if cost.prefill_cost(cfg, n, dtype=dtype).intensity >= roof.ridge)
@@ -978,7 +978,7 @@ print(viz.tr("the same logits within 1e-4: {same}", same=float((on_fast - on_pla
 # And the time: a step on each path, the milliseconds the quantised matrices take of it (each called once,
 # `kernels.matmul_ms`), and the share outside them (32 tokens each, taking turns, one thread):
 
-# %% tags=["nbval-ignore-output"] slide={"code": [[10, 12]]}
+# %% tags=["nbval-ignore-output"] slide={"code": [[10, 13]]}
 from teachllm.lm import LanguageModel  # noqa: E402
 
 plain = LanguageModel(auto.model, auto.tokenizer, name="plain loop")  # the same weights; its `fast` is None

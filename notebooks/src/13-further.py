@@ -58,7 +58,7 @@ tol = tl.tolerance(lm.dtype)  # how far two computations of the same numbers may
 # A full block is named by a **chained hash**: `h_i = hash(h_{i−1}, tokens of block i)`. The name includes
 # the whole prefix, because the same 16 tokens after different text have different K and V:
 
-# %% slide={"title": {"en": "A block's name, chained", "zh": "块的名字：链式哈希"}, "code": [[9, 13]]}
+# %% slide={"title": {"en": "A block's name, chained", "zh": "块的名字：链式哈希"}, "code": [[10, 16]]}
 system = ("You are a patient tutor for a course on how large language models generate text. Answer in one short "
           "sentence with simple words, and say so when you do not know the answer.")
 questions = ["What is a token?", "What does the KV cache store?", "Why is decode slow?"]
