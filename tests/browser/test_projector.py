@@ -28,11 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for roof
 from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
 from roofline_cases import chapter_10  # noqa: E402
 
+from teachllm.viz.zh import ZH  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
 TIMEOUT_MS = 60_000
 PROJECTOR = {"width": 1280, "height": 800}
 EDITIONS = {"en": "", "zh": "zh/"}
+# the header of roofline.format_points' table; the Chinese edition prints the catalogue's entry for it
+POINTS_HEADER = "phase    batch length    GFLOP       MB  FLOP/B       ms  GFLOP/s    GB/s roof GFLOP/s"
 N_CHAPTERS = 13
 
 
@@ -106,7 +110,9 @@ def test_nothing_is_cut_off_on_a_projector(site, chromium, edition):
             # ---- chapter 10's roofline table (format_points), as a lecturer projects it ---------------------
             page.goto(f"{site}/{prefix}chapters/10-what-it-costs.html")
             page.evaluate(MEASURE)
-            table = page.locator(".cell_output pre", has_text=re.compile(r"phase\s+batch\s+length")).first
+            header = POINTS_HEADER if edition == "en" else ZH[POINTS_HEADER]  # the table as the edition prints it
+            columns = r"\s+".join(map(re.escape, header.split()[:3]))
+            table = page.locator(".cell_output pre", has_text=re.compile(columns)).first
             table.evaluate("el => el.scrollIntoView({block: 'center'})")
             size = table.evaluate("el => [el.scrollWidth, el.clientWidth]")
             assert size[0] <= size[1] + 1, size
