@@ -209,7 +209,9 @@ drafts = {"first 24 layers": 24, "first 29 layers": 29, "layers 0–9 and 20–2
 spec = acceptance_table(lm, prompt, max_tokens=12, drafts=tuple(drafts.values()), gammas=(3,))
 print(viz.tr("draft                  accepted/proposed  tokens per target call  = greedy output"))
 for name, r in zip(drafts, spec, strict=True):
-    assert r["same_as_greedy"]
+    if not r["same_as_greedy"]:  # only in 16 bits: a verify pass rounds unlike single steps, and a near-tie may tip
+        greedy_ids = lm.generate(prompt, tl.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)).token_ids
+        assert lm.dtype != torch.float32 and agree_until_a_near_tie(lm, prompt, greedy_ids, r["token_ids"], tol.steps)
     print(f"{viz.pad(viz.tr(name), 22)}{r['acceptance_rate']:>18.2f}{r['tokens_per_target_call']:>24.2f}"
           f"{str(r['same_as_greedy']):>17}")
 
