@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for roof
 from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
 from roofline_cases import chapter_10  # noqa: E402
 
+from teachllm import words  # noqa: E402
+from teachllm.roofline import format_points  # noqa: E402
 from teachllm.viz.zh import ZH  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,8 +37,6 @@ SITE = ROOT / "book" / "_build" / "html"
 TIMEOUT_MS = 60_000
 PROJECTOR = {"width": 1280, "height": 800}
 EDITIONS = {"en": "", "zh": "zh/"}
-# the header of roofline.format_points' table; the Chinese edition prints the catalogue's entry for it
-POINTS_HEADER = "phase    batch length    GFLOP       MB  FLOP/B       ms  GFLOP/s    GB/s roof GFLOP/s"
 N_CHAPTERS = 13
 
 
@@ -110,7 +110,8 @@ def test_nothing_is_cut_off_on_a_projector(site, chromium, edition):
             # ---- chapter 10's roofline table (format_points), as a lecturer projects it ---------------------
             page.goto(f"{site}/{prefix}chapters/10-what-it-costs.html")
             page.evaluate(MEASURE)
-            header = POINTS_HEADER if edition == "en" else ZH[POINTS_HEADER]  # the table as the edition prints it
+            tr = words.english if edition == "en" else lambda template, **fields: ZH[template].format(**fields)
+            header = format_points([], tr)  # no points: the table's header, as the edition prints it
             columns = r"\s+".join(map(re.escape, header.split()[:3]))
             table = page.locator(".cell_output pre", has_text=re.compile(columns)).first
             table.evaluate("el => el.scrollIntoView({block: 'center'})")
