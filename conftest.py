@@ -1,6 +1,7 @@
 """For every pytest run of this repository (the tests, and nbval on the notebooks): the run ends with its peak
 resident memory and its slowest files, so that it says what memory and time it needs (`make test` must fit a
-student's 8 GB laptop), and the memory a test file freed is given back to the system before the next file starts.
+student's 8 GB laptop), and the memory a test file freed (or a test that grew the process) is given back to the
+system before the next one starts.
 
 TEACHLLM_TEST_MEMORY=1 also lists each file's peak and what stayed resident after it.
 """
@@ -43,12 +44,21 @@ def pytest_collection_finish(session):
     _LAST_END[0] = time.perf_counter()
 
 
+GREW_GIB = 0.2  # a test after which the process holds this much more than before it: release what it freed
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """After a test file's last test, once pytest has dropped everything it held for it (its fixtures, and the
+    """After a test that left the process GREW_GIB larger, release what it freed: a model it loaded can still be
+    held by a reference cycle (a script's namespace run by runpy, an exception's traceback kept by pytest.raises)
+    until the garbage collector's next full pass, and the next test's peak would stand on it.
+    After a test file's last test, once pytest has dropped everything it held for it (its fixtures, and the
     values the last test was given): release what the file freed, record its peak, start the next file's afresh."""
+    before = _status_gib("VmRSS")
     yield
     if nextitem is not None and nextitem.path == item.path:
+        if _status_gib("VmRSS") > before + GREW_GIB:
+            release_memory()
         return
     peak = _status_gib("VmHWM")
     release_memory()

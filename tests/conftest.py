@@ -4,6 +4,7 @@ Nothing here may reach the network: the Hub is switched off before anything impo
 """
 
 import os
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -131,6 +132,12 @@ def pytest_runtest_teardown(item, nextitem):
     for name, last in LAST_USER.items():
         if last == item.nodeid:
             SHARED.pop(name, None)
+    if nextitem is None or nextitem.path != item.path:
+        # the grader's own model (scripts/grade_sandbox.py keeps it for a whole grader run): a test file that
+        # graded in this process is done with it, and the files after it would carry it
+        sandbox = sys.modules.get("grade_sandbox")
+        if sandbox is not None:
+            sandbox._pristine_model.clear()
 
 
 @pytest.fixture(scope="module")

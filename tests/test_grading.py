@@ -209,7 +209,7 @@ def test_the_grader_grades_a_folder(tmp_path):
     for student, (nb, _) in cases.items():
         nbformat.write(nb, folder / f"{student}.ipynb")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(folder), "--timeout", "60",
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "grade.py"), str(folder), "--timeout", "30",
                            "--limit", "600", "--notebooks", str(distributed)], capture_output=True, text=True)
     print(f"the grader took {time.perf_counter() - start:.0f} s for {len(cases)} submissions\n{done.stderr}")
     assert done.returncode == 0, done.stderr

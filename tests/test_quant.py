@@ -30,8 +30,10 @@ def qlm():
     return tl.load(weights="gguf", progress=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def hf_bf16():
+    """transformers' model in bfloat16, for the one test that compares with it: made for it and freed after it,
+    so the rest of the module does not carry it."""
     from transformers import AutoModelForCausalLM
 
     folder = tl.checkpoints.loading.checkpoint_folder(progress=False)

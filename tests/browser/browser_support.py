@@ -1,6 +1,7 @@
 """What both browser tests share: Debian's chromium driven through the playwright package (never
 `playwright install`, which downloads a browser), with the flags that keep it off the network."""
 
+import collections
 import contextlib
 import functools
 import http.server
@@ -59,6 +60,33 @@ def local_page(browser, allowed: str, outside: list, viewport: dict, timeout_ms:
     page = context.new_page()
     page.set_default_timeout(timeout_ms)
     return page
+
+
+def pages_in_turn(new_page, urls, ahead: int = 1):
+    """(url, page) for each of `urls`, in order, each page loaded ("load" fired); while the caller reads one, the
+    browser already loads the next `ahead`, so a test that reads many pages does not wait for each in turn. Each
+    page's context is closed once the caller has read it. Only for a check of what a page shows: a time measured
+    on a page may include another page loading beside it."""
+    waiting = iter(urls)
+    loading = collections.deque()
+
+    def start_next():
+        url = next(waiting, None)
+        if url is not None:
+            page = new_page()
+            page.goto(url, wait_until="commit")  # returns once the browser has the response; the page goes on loading
+            loading.append((url, page))
+
+    for _ in range(ahead + 1):
+        start_next()
+    while loading:
+        url, page = loading.popleft()
+        start_next()
+        try:
+            page.wait_for_load_state("load")
+            yield url, page
+        finally:
+            page.context.close()
 
 
 _GLYPH_SPANS = """([selector, probes]) => {

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
+from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, pages_in_turn, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -280,17 +280,17 @@ def test_every_deck_reads_as_slides_in_chromium(decks, browser):
     found, outside = {}, []
     names = every_deck()
     assert len(names) == 28, names  # 13 chapters and the lecture, in two languages
-    for name in names:
-        page = local_page(browser, decks + "/", outside, {"width": 1280, "height": 720}, TIMEOUT_MS)
-        try:
-            page.goto(f"{decks}/{name}")
-            page.wait_for_function("() => window.Reveal && Reveal.isReady() && (!document.querySelector("
-                                   "'.teachllm-live') || document.documentElement.dataset.teachllmWidgets === 'ready')")
-            page.wait_for_function("() => [...document.querySelectorAll('.reveal .figure')].every("
-                                   "f => f.querySelector('.main-svg'))")
-            shown = page.evaluate(SLIDES_AS_SHOWN)
-        finally:
-            page.context.close()
+    def new_page():
+        return local_page(browser, decks + "/", outside, {"width": 1280, "height": 720}, TIMEOUT_MS)
+
+    # the next deck loads while this one is read (28 decks, one after another, took over a minute)
+    for url, page in pages_in_turn(new_page, [f"{decks}/{name}" for name in names]):
+        name = url.removeprefix(f"{decks}/")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady() && (!document.querySelector("
+                               "'.teachllm-live') || document.documentElement.dataset.teachllmWidgets === 'ready')")
+        page.wait_for_function("() => [...document.querySelectorAll('.reveal .figure')].every("
+                               "f => f.querySelector('.main-svg'))")
+        shown = page.evaluate(SLIDES_AS_SHOWN)
         slides = [read_slide(markup) for markup in shown["slides"]]
         small = [f for f in shown["fonts"] if f["px"] < build_slides.FIGURE_FONT - 0.5]
         found[name] = slides
