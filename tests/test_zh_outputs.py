@@ -46,7 +46,9 @@ GAP = r"(?:[,:;]? +|[,:;]? *\(|\)[,:;]? *)"
 # or a table header when it holds four words or more ("step 0 (prefill): 12 of 24 slots" holds five)
 RUN = re.compile(rf"(?<![\w.'/-])\(?{WORD}(?:{GAP}\(?(?:{WORD}|{NUMBER})\)?){{3,}}(?![\w(/])")
 WORD_IN_RUN = re.compile(rf"(?<![\w.'/-]){WORD}(?![\w(/])")
-QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|`[^`\n]*`")
+# a quote opens after a space, a bracket or punctuation, never right after a letter or digit: the apostrophe of
+# "decoders' longest gap … the long prompt's TTFT" is not a quote around the words between
+QUOTED = re.compile(r"(?<![A-Za-z0-9])'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|`[^`\n]*`")
 CODE_LINE = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*[\w.]+[(\[]|def |class |return\b|assert |import |from \S+ import |@\w"
                        r"|(?:if|for|while|with|elif|else|try|except)\b.*:\s*(?:#.*)?$)")
 SPECIAL_TOKENS = re.compile(r"<\|\w+\|>")
@@ -167,6 +169,7 @@ PLANTED = [
     "step  0 (prefill): 12 of 24 slots,   552,960 bytes",
     "growth per step: 46,080 bytes",
     "Error at line 27 in test ch01-ex1:",
+    "whole prompt  decoders' longest gap between two tokens:  812 ms, long prompt's TTFT:  812 ms",  # apostrophes
 ]
 NOT_SENTENCES = [
     "第 3 层：缓存里有 12 个 token",                            # Chinese
@@ -203,7 +206,8 @@ def test_the_check_catches_planted_english_sentences():
                     "tokens per second after the first", "the model before any filter",
                     "where the time of a decode step goes", "beam search does not take",
                     "batch  ms per step  decode rate",  # the header
-                    "step  0 (prefill): 12 of 24 slots", "growth per step: 46,080 bytes", "Error at line 27 in test"]:
+                    "step  0 (prefill): 12 of 24 slots", "growth per step: 46,080 bytes", "Error at line 27 in test",
+                    "longest gap between two tokens"]:
         assert any(planted in run for run in found), (planted, found)
     # planted into a real chapter, the English is reported as new
     path = NOTEBOOKS[0]
