@@ -2,15 +2,18 @@
 
 The check reads the saved outputs of every executed notebooks/zh/*.ipynb (issue 37, item 2): printed text,
 a cell's returned text, HTML tables (tags stripped) and the words of a figure (titles, axis titles, legend
-names, annotations, hover templates). A run of four or more English words, written one after the other as a
-sentence or a table header is, is reported. What is not a sentence a learner reads as English is left out:
+names, annotations, hover templates). A run of four or more English words, written as a sentence or a table
+header is, is reported, numbers, parentheses and punctuation between its words included ("step 0 (prefill): 12 of
+24 slots", "growth per step: 46,080 bytes", otter's "Error at line 27 in test"): a number does not cut a sentence
+in two. What is not a sentence a learner reads as English is left out:
 
 - identifiers and code: a word joined to `_`, `.`, `(` or `/` (`top_p`, `lm.generate`, `slot(p)`), a line of
-  Python (an assignment of a call, `def`, `for … :`), and the whole output of a cell that prints source code
-  (`inspect.getsource`, the native kernel's C file): the code is the same in both editions;
+  Python (an assignment of a call, `def`, `for … :`, `assert …`: a check's failing line), and the whole output
+  of a cell that prints source code (`inspect.getsource`, the native kernel's C file): the code is the same in
+  both editions;
 - token texts and quoted strings: anything between quotes ('…', "…", “…”, 「…」) — a repr of a token, a prompt,
-  a stop string — and a line that holds a chat template's special tokens (`<|im_start|>`), which is the model's
-  input written out;
+  a stop string; an apostrophe after a letter or digit ("decoders'", "prompt's") opens no quote — and a line
+  that holds a chat template's special tokens (`<|im_start|>`), which is the model's input written out;
 - single letters and Python's constants (`Q, K, V`, `N`, `True`): symbols, not words;
 - the few outputs in ALLOWED below, each with its reason: text that is data (a training corpus, the model's own
   words cut into tokens), never a sentence the course writes.
