@@ -138,8 +138,10 @@ def main() -> None:
 
 
 def passed(cell) -> bool:
-    """A check cell's output says every case passed (otter: "chNN-exK results: All test cases passed!")."""
-    return any("All test cases passed" in str(out.get("data", {}).get("text/plain", "")) for out in cell.outputs)
+    """A check cell's output says every case passed (otter: "chNN-exK results: All test cases passed!"; the Chinese
+    edition's report, grading.ChineseReport: "chNN-exK 的结果：全部检查通过！")."""
+    return any(said in str(out.get("data", {}).get("text/plain", "")) for out in cell.outputs
+               for said in ("All test cases passed", "全部检查通过"))
 
 
 if __name__ == "__main__":

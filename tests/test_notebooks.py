@@ -108,7 +108,8 @@ def test_translated_notebook_prints_what_the_english_one_prints(lang, src):
     code cell whose output nbval compares prints the same text in both editions, except where the viz layer
     prints words in the reader's language (chapter 7's penalty table, chapter 11's iteration log): there the
     text differs, but only in its words, so it must hold Chinese and the very same numbers (a Chinese sentence
-    may put them in another order). Figures and widgets, whose labels
+    may put them in another order; it holds more Chinese characters than the English, which may print Chinese
+    data of its own, chapter 2's '大语言模型'). Figures and widgets, whose labels
     are translated, are left out."""
     english = [c for c in nbformat.read(built_path("en", src), as_version=4).cells if c.cell_type == "code"]
     other = [c for c in nbformat.read(built_path(lang, src), as_version=4).cells
@@ -122,6 +123,7 @@ def test_translated_notebook_prints_what_the_english_one_prints(lang, src):
         if "nbval-ignore-output" in ignored(a) or printed(a) == printed(b):
             continue
         same_numbers = sorted(NUMBER.findall(printed(a))) == sorted(NUMBER.findall(printed(b)))
-        if not (same_numbers and HAN.search(printed(b)) and not HAN.search(printed(a))):
+        # the translation adds Chinese words; the English may print Chinese data too (chapter 2's '大语言模型')
+        if not (same_numbers and len(HAN.findall(printed(b))) > len(HAN.findall(printed(a)))):
             differ.append(k)
     assert not differ, f"code cells {differ} print differently in {lang}: {printed(other[differ[0]])[:300]!r}"

@@ -2,15 +2,18 @@
 
 The check reads the saved outputs of every executed notebooks/zh/*.ipynb (issue 37, item 2): printed text,
 a cell's returned text, HTML tables (tags stripped) and the words of a figure (titles, axis titles, legend
-names, annotations, hover templates). A run of four or more English words, written one after the other as a
-sentence or a table header is, is reported. What is not a sentence a learner reads as English is left out:
+names, annotations, hover templates). A run of four or more English words, written as a sentence or a table
+header is, is reported, numbers, parentheses and punctuation between its words included ("step 0 (prefill): 12 of
+24 slots", "growth per step: 46,080 bytes", otter's "Error at line 27 in test"): a number does not cut a sentence
+in two. What is not a sentence a learner reads as English is left out:
 
 - identifiers and code: a word joined to `_`, `.`, `(` or `/` (`top_p`, `lm.generate`, `slot(p)`), a line of
-  Python (an assignment of a call, `def`, `for … :`), and the whole output of a cell that prints source code
-  (`inspect.getsource`, the native kernel's C file): the code is the same in both editions;
+  Python (an assignment of a call, `def`, `for … :`, `assert …`: a check's failing line), and the whole output
+  of a cell that prints source code (`inspect.getsource`, the native kernel's C file): the code is the same in
+  both editions;
 - token texts and quoted strings: anything between quotes ('…', "…", “…”, 「…」) — a repr of a token, a prompt,
-  a stop string — and a line that holds a chat template's special tokens (`<|im_start|>`), which is the model's
-  input written out;
+  a stop string; an apostrophe after a letter or digit ("decoders'", "prompt's") opens no quote — and a line
+  that holds a chat template's special tokens (`<|im_start|>`), which is the model's input written out;
 - single letters and Python's constants (`Q, K, V`, `N`, `True`): symbols, not words;
 - the few outputs in ALLOWED below, each with its reason: text that is data (a training corpus, the model's own
   words cut into tokens), never a sentence the course writes.
@@ -38,10 +41,18 @@ NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
 # a word: two letters or more, or the article "a" (other single letters are symbols: p, T, Q, K, V, request A);
 # Python's constants are not words
 WORD = r"(?!(?:True|False|None)\b)(?:[A-Za-z][a-z']*[a-z]|a)"
-# four words or more, one space (or a comma, colon or semicolon and spaces) apart, not part of an identifier
-SENTENCE = re.compile(rf"(?<![\w.'/-]){WORD}(?:[,:;]? +{WORD}){{3,}}(?![\w(/])")
-QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|`[^`\n]*`")
-CODE_LINE = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*[\w.]+[(\[]|def |class |return\b|import |from \S+ import |@\w"
+# a number between the words of a sentence ("12 of 24 slots", "46,080 bytes", "0.850", "34%", "×2")
+NUMBER = r"[-+×~≈]?\d[\d,.]*(?:%|x|×)?"
+# what parts one word (or number) of a run from the next: spaces, a comma, colon or semicolon, a parenthesis
+GAP = r"(?:[,:;]? +|[,:;]? *\(|\)[,:;]? *)"
+# a run of words and numbers, one gap apart, that starts with a word and is not part of an identifier: a sentence
+# or a table header when it holds four words or more ("step 0 (prefill): 12 of 24 slots" holds five)
+RUN = re.compile(rf"(?<![\w.'/-])\(?{WORD}(?:{GAP}\(?(?:{WORD}|{NUMBER})\)?){{3,}}(?![\w(/])")
+WORD_IN_RUN = re.compile(rf"(?<![\w.'/-]){WORD}(?![\w(/])")
+# a quote opens after a space, a bracket or punctuation, never right after a letter or digit: the apostrophe of
+# "decoders' longest gap … the long prompt's TTFT" is not a quote around the words between
+QUOTED = re.compile(r"(?<![A-Za-z0-9])'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|`[^`\n]*`")
+CODE_LINE = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*[\w.]+[(\[]|def |class |return\b|assert |import |from \S+ import |@\w"
                        r"|(?:if|for|while|with|elif|else|try|except)\b.*:\s*(?:#.*)?$)")
 SPECIAL_TOKENS = re.compile(r"<\|\w+\|>")
 PRINTS_SOURCE = re.compile(r"getsource\(|\.SOURCE\b")  # a cell that prints the package's own code
@@ -66,9 +77,10 @@ ALLOWED = {
 # → words the Markdown cell right before or after it must hold, in Chinese, to explain it.
 EXPLAINED = {
     # sampling.settle refuses a row of logits it cannot choose from (NaN; every token ruled out)
-    ("06-logits-to-token", "the model's output is broken, and no token can be chosen from it"):
+    ("06-logits-to-token", "(token 1, and maybe others): the model's output is broken, and no token can be chosen "
+                           "from it"): "报错信息是 teachllm 原样给出的英文",
+    ("06-logits-to-token", "logits row 0: every token is ruled out (all logits are"):
         "报错信息是 teachllm 原样给出的英文",
-    ("06-logits-to-token", "every token is ruled out"): "报错信息是 teachllm 原样给出的英文",
     ("06-logits-to-token", "so none can be chosen; the penalties and filters removed them all"):
         "惩罚和过滤规则把它们全删掉了",
     # SamplingParams refuses sampling settings with beam search
@@ -82,7 +94,7 @@ def english_sentences(text: str) -> list[str]:
     for line in text.splitlines():
         if CODE_LINE.match(line) or SPECIAL_TOKENS.search(line):
             continue
-        found += [m.group(0) for m in SENTENCE.finditer(QUOTED.sub(" ", line))]
+        found += [m.group(0) for m in RUN.finditer(QUOTED.sub(" ", line)) if len(WORD_IN_RUN.findall(m.group(0))) >= 4]
     return found
 
 
@@ -156,6 +168,11 @@ PLANTED = [
     "the cache holds every key and value",                  # a printed sentence
     "batch  ms per step  decode rate  × batch 1",          # a table header
     "mean attention on the previous token: 0.634",          # a sentence with its number
+    # numbers, parentheses and punctuation between the words: each piece is under four words, the run is not
+    "step  0 (prefill): 12 of 24 slots,   552,960 bytes",
+    "growth per step: 46,080 bytes",
+    "Error at line 27 in test ch01-ex1:",
+    "whole prompt  decoders' longest gap between two tokens:  812 ms, long prompt's TTFT:  812 ms",  # apostrophes
 ]
 NOT_SENTENCES = [
     "第 3 层：缓存里有 12 个 token",                            # Chinese
@@ -166,6 +183,8 @@ NOT_SENTENCES = [
     "p = 0.6 keeps [False, False, True, True]",               # Python's constants
     "<|im_start|>system\nYou are a helpful AI assistant named SmolLM<|im_end|>",  # a chat template
     "FLOP/byte  GFLOP/s  tokens/s  ms",                       # units
+    "assert isinstance(text, str) and text.split()",        # a check's failing line (code)
+    "第 1 层 (layer 1)：12 个 token, 46,080 bytes",            # a unit and one word beside the numbers
 ]
 
 
@@ -188,9 +207,11 @@ def test_the_check_catches_planted_english_sentences():
     found = violations(chapter([*stream, table, figure, error]), "planted")
     for planted in ["the cache holds every key and value", "mean attention on the previous token",
                     "tokens per second after the first", "the model before any filter",
-                    "where the time of a decode step goes", "beam search does not take"]:
-        assert planted in found, (planted, found)
-    assert "batch  ms per step  decode rate" in found  # the header
+                    "where the time of a decode step goes", "beam search does not take",
+                    "batch  ms per step  decode rate",  # the header
+                    "step  0 (prefill): 12 of 24 slots", "growth per step: 46,080 bytes", "Error at line 27 in test",
+                    "longest gap between two tokens"]:
+        assert any(planted in run for run in found), (planted, found)
     # planted into a real chapter, the English is reported as new
     path = NOTEBOOKS[0]
     nb = nbformat.read(path, as_version=4)

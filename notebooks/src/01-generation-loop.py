@@ -57,7 +57,7 @@ print(prompt)
 # %% slide={"code": [1, 4], "output": false}
 stages = pipeline_stages(lm, prompt)
 for stage in stages:
-    print(f"{stage.name:<12} {stage.shape}")
+    print(f"{viz.pad(viz.tr(stage.name), 12)} {stage.shape}")  # the stage's name in the reader's language
 pipeline_figure(stages)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The course notes' generate(), in one call", "zh": "课程资料里的 generate()：一次调用"}}
@@ -115,7 +115,7 @@ probs = torch.softmax(logits[0].float(), dim=-1)  # [V]
 top = torch.topk(probs, 5)
 for p, token_id in zip(top.values, top.indices, strict=True):
     print(f"{lm.tokenizer.token_text(int(token_id))!r:>12}  p = {float(p):.3f}")
-print(f"sum of all {probs.numel()} probabilities: {float(probs.sum()):.4f}")
+print(viz.tr("sum of all {n} probabilities: {total:.4f}", n=probs.numel(), total=float(probs.sum())))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.5 Stage 4 — the decode loop, written out

@@ -49,11 +49,11 @@ tok
 text = "Hello, how are you?"
 ids = tok.encode(text)
 print("ids:", ids)
-print(f"{'id':>6}  {'piece':<8} text")
+print(viz.tr("    id  piece    text"))
 for token_id, piece in zip(ids, tok.pieces(ids), strict=True):
     print(f"{token_id:>6}  {piece:<8} {tok.token_text(token_id)!r}")
 assert tok.decode(ids) == text  # the round trip loses nothing
-print("decoded:", repr(tok.decode(ids)))
+print(viz.tr("decoded:"), repr(tok.decode(ids)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["*LLM Generation Process*"]}
 # A space belongs to the word **after** it: `' how'` is one token, and the vocabulary stores it as `'Ġhow'`.
@@ -264,8 +264,8 @@ for sentence in held_out:
     theirs = tok.pieces(tok.encode(sentence))
     n = len(sentence.split())
     print(sentence)
-    print(f"  our BPE : {len(ours) / n:.2f} tokens/word  {ours}")
-    print(f"  SmolLM2 : {len(theirs) / n:.2f} tokens/word  {theirs}")
+    print(viz.tr("  our BPE : {per_word:.2f} tokens/word  {pieces}", per_word=len(ours) / n, pieces=ours))
+    print(viz.tr("  SmolLM2 : {per_word:.2f} tokens/word  {pieces}", per_word=len(theirs) / n, pieces=theirs))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Watch the merges build a sentence", "zh": "看合并一步步拼出句子"}, "say": true}
 # Watch the first held-out sentence being built, one merge at a time: drag the **merges** slider from 0 (single
@@ -299,7 +299,8 @@ bpe_pieces_figure(held_out[0], merges, len(merges))
 # %% slide={"title": {"en": "Three texts in bytes and tokens", "zh": "三段文字的字节与 token"}, "output": [1, [5, 12]]}
 for text in ["Hello", "大语言模型", "🚀"]:
     ids = tok.encode(text)
-    print(f"{text!r}: characters {len(text)}, UTF-8 bytes {len(text.encode('utf-8'))}, tokens {len(ids)}")
+    print(viz.tr("{text!r}: characters {chars}, UTF-8 bytes {n_bytes}, tokens {tokens}", text=text, chars=len(text),
+                 n_bytes=len(text.encode("utf-8")), tokens=len(ids)))
     print("   ids        :", ids)
     print("   token_text :", [tok.token_text(i) for i in ids])
     print("   decode     :", repr(tok.decode(ids)))

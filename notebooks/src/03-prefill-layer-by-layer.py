@@ -94,12 +94,14 @@ print("10 samples :", [tok.token_text(t) for t in draws])
 # prompt in parallel" means. Next to each shape we print the size (root mean square) of the first and the
 # last token's vector.
 
-# %% slide={"title": {"en": "Shapes and sizes after every stage", "zh": "每一级之后的形状与大小"}, "code": [[1, 5]], "output": [[1, 3], [12, 14], [-3, -1]]}
+# %% slide={"title": {"en": "Shapes and sizes after every stage", "zh": "每一级之后的形状与大小"}, "code": [[1, 7]], "output": [[1, 3], [12, 14], [-3, -1]]}
 stages = list(lm.step_through(ids))
-print(f"{'stage':<11}{'shape':<18}{'RMS first token':>16}{'RMS last token':>16}")
+print(viz.tr("stage      shape              RMS first token  RMS last token"))
+named = {"embedding": viz.tr("embedding"), "final norm": viz.tr("final norm"), "logits": "logits"}
 for stage in stages:
     rms = stage.output[0].pow(2).mean(-1).sqrt()  # [S]: size of each token's vector
-    print(f"{stage.name:<11}{str(tuple(stage.output.shape)):<18}{float(rms[0]):>16.1f}{float(rms[-1]):>16.1f}")
+    name = named[stage.name] if stage.index is None else viz.tr("layer {i}", i=stage.index)
+    print(f"{viz.pad(name, 11)}{str(tuple(stage.output.shape)):<18}{float(rms[0]):>16.1f}{float(rms[-1]):>16.1f}")
 
 full_logits = lm.forward(ids)  # [1, S, V]: the same pass in one call
 assert torch.equal(stages[-1].output, full_logits)
@@ -178,7 +180,7 @@ print(f"query heads per KV head: g = {cfg.n_groups}")
 assert torch.allclose(t.resid_mid, t.resid_in + t.attn_out)
 assert torch.allclose(t.resid_out, t.resid_mid + t.mlp_out)
 assert torch.equal(trace.layers[layer + 1].resid_in, t.resid_out)  # layer 2 reads what layer 1 wrote
-print("resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output")
+print(viz.tr("resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The causal mask", "zh": "因果掩码"}}
 # **The causal mask.** Token $i$ may attend to tokens $0, \dots, i$ and never to a later one: during training
@@ -296,9 +298,10 @@ for n_tokens in lengths:
     every = tl.cost.prefill_flops(cfg, n_tokens, all_positions=True)  # on every position, as lm.forward
     saved = every.total - engine.total
     share[n_tokens] = saved / every.total
-    print(f"prompt of {n_tokens:>5} tokens: LM head {every.lm_head / 1e9:8.2f} → {engine.lm_head / 1e9:.3f} GFLOP; "
-          f"saves {saved / 1e9:8.2f} GFLOP = {share[n_tokens]:.0%} of forward's work "
-          f"(attention is {every.attention_fraction:.0%})")
+    print(viz.tr("prompt of {n:>5} tokens: LM head {every:8.2f} → {engine:.3f} GFLOP; saves {saved:8.2f} GFLOP = "
+                 "{share:.0%} of forward's work (attention is {attention:.0%})", n=n_tokens, every=every.lm_head / 1e9,
+                 engine=engine.lm_head / 1e9, saved=saved / 1e9, share=share[n_tokens],
+                 attention=every.attention_fraction))
 print(viz.tr("one position through the LM head: 2·h·V = {flops:,} FLOPs", flops=2 * cfg.hidden_size * cfg.vocab_size))
 assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share falls as the prompt grows
 
@@ -337,7 +340,7 @@ attention_figure(capture, layer=18, head=8)
 # %% slide={"title": {"en": "How much goes to the first token", "zh": "有多少注意力落在第一个 token 上"}}
 sink = capture.probs[18][7:9, 1:, 0]  # heads 7 and 8, every query after the first, key 0
 print(viz.tr("layer 18, heads 7–8: mean attention on the first token {mean:.3f}", mean=float(sink.mean())))
-print(f"layer 18, head 6: the last token ' is' → ' Paris' {float(capture.probs[18][6, S - 1, 5]):.3f}")
+print(viz.tr("layer 18, head 6: the last token ' is' → ' Paris' {p:.3f}", p=float(capture.probs[18][6, S - 1, 5])))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力浏览器"}, "say": true}
 # The explorer below shows the same data for any layer and head: choose them in the two menus, **layer** and

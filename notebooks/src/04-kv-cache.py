@@ -52,7 +52,7 @@ short_logits = lm.forward(ids, trace=short_trace)  # [1, S, V]
 next_id = int(short_logits[0, -1].argmax())
 longer = ids + [next_id]
 long_logits = lm.forward(longer, trace=long_trace)  # [1, S + 1, V]
-print(f"S = {S} tokens, then {S + 1}: the model appended {tok.token_text(next_id)!r}")
+print(viz.tr("S = {S} tokens, then {n}: the model appended {token!r}", S=S, n=S + 1, token=tok.token_text(next_id)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Old rows against new rows, capture by capture", "zh": "逐个捕获对比旧行与新行"}, "say": true}
 # Now compare the two runs, capture by capture. For every tensor we ask: are rows 0 … 11 (the old tokens)
@@ -238,17 +238,18 @@ print(viz.tr("slot 12 now holds the new token's K and V; all 13 slots = the 13-t
 
 # %% slide={"code": [1, 4]}
 per_token = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * cache.k.element_size()
-print(f"2 · {cfg.n_layers} · {cfg.n_kv_heads} · {cfg.head_dim} · {cache.k.element_size()} bytes = {per_token:,} "
-      "bytes per token")
+print(viz.tr("2 · {L} · {n_kv} · {d} · {size} bytes = {per_token:,} bytes per token", L=cfg.n_layers,
+             n_kv=cfg.n_kv_heads, d=cfg.head_dim, size=cache.k.element_size(), per_token=per_token))
 assert per_token == cache.bytes_per_token == tl.cost.kv_cache_bytes(lm, 1)  # lm: counted in the model's own dtype
 assert tl.cost.kv_cache_bytes(cfg, 1, dtype="float32") == 46_080  # in float32, whatever this machine runs
 
 assert cache.bytes_used == cache.length * per_token == tl.cost.kv_cache_bytes(lm, cache.length)
 assert cache.bytes_used == sum(cache.keys(i).nbytes + cache.values(i).nbytes for i in range(L))
 assert cache.bytes_allocated == cache.max_len * per_token == cache.k.nbytes + cache.v.nbytes
-print(f"used:      {cache.length:>2} tokens × {per_token:,} = {cache.bytes_used:>9,} bytes")
-print(f"allocated: {cache.max_len:>2} slots  × {per_token:,} = {cache.bytes_allocated:>9,} bytes "
-      f"({cache.bytes_used / cache.bytes_allocated:.0%} in use)")
+print(viz.tr("used:      {n:>2} tokens × {per_token:,} = {used:>9,} bytes", n=cache.length, per_token=per_token,
+             used=cache.bytes_used))
+print(viz.tr("allocated: {n:>2} slots  × {per_token:,} = {allocated:>9,} bytes ({share:.0%} in use)", n=cache.max_len,
+             per_token=per_token, allocated=cache.bytes_allocated, share=cache.bytes_used / cache.bytes_allocated))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The whole context: cache against weights", "zh": "整个上下文：缓存与权重"}}
 # A contiguous cache reserves `max_len` slots up front, used or not; chapter 12's paged cache reserves
@@ -259,8 +260,9 @@ print(f"allocated: {cache.max_len:>2} slots  × {per_token:,} = {cache.bytes_all
 # %%
 full = tl.cost.kv_cache_bytes(lm, cfg.max_position_embeddings)
 weights = tl.cost.weight_bytes(lm)
-print(f"KV cache at {cfg.max_position_embeddings:,} tokens: {full / 1e6:.0f} MB; weights: {weights / 1e6:.0f} MB "
-      f"(both in {str(lm.dtype).removeprefix('torch.')})")
+print(viz.tr("KV cache at {n:,} tokens: {cache:.0f} MB; weights: {weights:.0f} MB (both in {dtype})",
+             n=cfg.max_position_embeddings, cache=full / 1e6, weights=weights / 1e6,
+             dtype=str(lm.dtype).removeprefix("torch.")))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # **The cache counts tokens, not characters.** The first sentence of the English paragraph the chapters
@@ -293,9 +295,11 @@ print(viz.tr("Chinese ÷ English: {ratio:.1f}× the tokens, and so the cache", r
 # (multi-query attention) three times smaller:
 
 # %%
-for name, n_kv in (("multi-head (n_kv = n_h)", 9), ("grouped-query, SmolLM2", 3), ("multi-query", 1)):
+for name, n_kv in ((viz.tr("multi-head (n_kv = n_h)"), 9), (viz.tr("grouped-query, SmolLM2"), 3),
+                   (viz.tr("multi-query"), 1)):
     variant = dataclasses.replace(cfg, n_kv_heads=n_kv)
-    print(f"{name:<26} n_kv = {n_kv}: {tl.cost.kv_cache_bytes(variant, 1, dtype=lm.dtype):>7,} bytes per token")
+    print(viz.pad(name, 26), viz.tr("n_kv = {n_kv}: {size:>7,} bytes per token", n_kv=n_kv,
+                                    size=tl.cost.kv_cache_bytes(variant, 1, dtype=lm.dtype)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A larger model", "zh": "更大的模型"}, "say": true}
 # **A larger model.** Llama-2-7B has 32 layers, 32 KV heads (no GQA) of dimension 128, and runs in fp16.
@@ -307,7 +311,7 @@ llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size
                            n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
 llama2_70b = tl.ModelConfig(vocab_size=32000, hidden_size=8192, intermediate_size=28672, n_layers=80, n_heads=64,
                             n_kv_heads=8, head_dim=128, max_position_embeddings=4096)
-print(f"{'model':<22}{'L':>4}{'n_kv':>6}{'d':>5}  {'per token':>10}{'4,096 tokens':>14}{'weights':>10}")
+print(viz.tr("model                    L  n_kv    d   per token  4,096 tokens   weights"))
 for name, c, dtype in (("SmolLM2-135M, fp32", cfg, "float32"), ("Llama-2-7B, fp16", llama2_7b, "float16"),
                        ("Llama-2-70B, fp16", llama2_70b, "float16")):
     one = tl.cost.kv_cache_bytes(c, 1, dtype=dtype)
@@ -436,11 +440,14 @@ else:
 # %% slide={"code": false}
 params = tl.SamplingParams(temperature=0, max_tokens=12)
 points = [cache_point(step.index, step.phase, step.cache) for step in tl.generation_steps(lm, [ids], params)]
+phases = {"prefill": viz.tr("prefill"), "decode": viz.tr("decode")}
 for p in points[:3] + points[-1:]:
-    print(f"step {p.step:>2} ({p.phase:<7}): {p.length:>2} of {p.capacity} slots, {p.bytes_used:>9,} bytes "
-          f"= formula {p.formula_bytes:>9,}")
+    print(viz.tr("step {step:>2} ({phase}): {n:>2} of {capacity} slots, {used:>9,} bytes = formula {formula:>9,}",
+                 step=p.step, phase=viz.pad(phases[p.phase], 7), n=p.length, capacity=p.capacity, used=p.bytes_used,
+                 formula=p.formula_bytes))
 assert all(p.bytes_used == p.formula_bytes == p.length * per_token for p in points)
-print(f"growth per step: {points[1].bytes_used - points[0].bytes_used:,} bytes = one token's K and V")
+print(viz.tr("growth per step: {growth:,} bytes = one token's K and V",
+             growth=points[1].bytes_used - points[0].bytes_used))
 cache_growth_figure(points)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The same view as a widget", "zh": "同一视图的交互控件"}}

@@ -42,21 +42,22 @@ n_h, n_kv, d, g = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_groups
 # Prefill the prompt of chapters 3 and 4, take the greedy token, and feed it to `lm.decode_step`. Before
 # the step we copy the cache's keys and values of layer 1: section 5.2 needs them as they were.
 
-# %% slide={"code": [[4, 7], [13, 14]]}
+# %% slide={"code": [[4, 7], [13, 15]]}
 prompt = "The capital of France is Paris. The capital of Italy is"
 ids = tok.encode(prompt)
 S = len(ids)
 cache = lm.new_cache(max_len=S + 16)
 logits = lm.prefill(ids, cache)  # [1, V]
 token = int(logits.argmax(-1))  # greedy: ' Rome'
-print(f"prefill of {S} tokens → {tok.token_text(token)!r};", cache)
+print(viz.tr("prefill of {S} tokens → {token!r};", S=S, token=tok.token_text(token)), cache)
 
 layer = 1
 k_cache, v_cache = cache.keys(layer).clone(), cache.values(layer).clone()  # [1, n_kv, S, d] each
 
 trace = tl.Trace()
 next_logits = lm.decode_step(token, cache, trace=trace)  # [1, V]
-print(f"decode step fed {tok.token_text(token)!r} → {tok.token_text(int(next_logits.argmax(-1)))!r};", cache)
+print(viz.tr("decode step fed {fed!r} → {chosen!r};", fed=tok.token_text(token),
+             chosen=tok.token_text(int(next_logits.argmax(-1)))), cache)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The step's shapes", "zh": "这一步的形状"}}
 # The step ran one token through all 30 layers. Its trace has the shapes of the `decode_step` sketch in
@@ -112,7 +113,7 @@ with torch.no_grad():
 torch.testing.assert_close(q_new, t.q)
 torch.testing.assert_close(k_new, t.k)
 torch.testing.assert_close(v_new, t.v)
-print("q_new, k_new, v_new by hand = the decode step's:", tuple(q_new.shape), tuple(k_new.shape))
+print(viz.tr("q_new, k_new, v_new by hand = the decode step's:"), tuple(q_new.shape), tuple(k_new.shape))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention, by hand", "zh": "手算注意力"}}
 # Now the attention. Each query head reads its group's KV head (query head *h* reads KV head *h* // 3), so we
@@ -131,7 +132,7 @@ with torch.no_grad():
 
 torch.testing.assert_close(probs, t.probs)
 torch.testing.assert_close(attn_out, t.attn_out)
-print("probs", tuple(probs.shape), "and attn_out", tuple(attn_out.shape), "by hand = the decode step's")
+print(viz.tr("probs {p} and attn_out {o} by hand = the decode step's", p=tuple(probs.shape), o=tuple(attn_out.shape)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The rest of the layer", "zh": "这一层的其余部分"}}
 # The rest of the layer is the same as in prefill, for one row: add to the residual stream, RMSNorm, MLP,
@@ -144,7 +145,7 @@ with torch.no_grad():
 torch.testing.assert_close(layer_out, t.resid_out)
 torch.testing.assert_close(cache.keys(layer)[:, :, S:], k_new)
 torch.testing.assert_close(cache.values(layer)[:, :, S:], v_new)
-print("layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new")
+print(viz.tr("layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the new token looked at", "zh": "新 token 看了哪里"}, "say": true}
 # What did the new token look at? Head 2 is the previous-token head of chapter 3: its one row gives its
@@ -188,8 +189,8 @@ def decode_loop(lm, first_token, cache, max_tokens, stop_token_ids, params):
     while len(generated) < max_tokens:
         logits = lm.decode_step(current, cache)  # [1, V]: one token in, the cache grows by one slot
         next_token = int(tl.sampling.sample(logits, params)[0])
-        print(f"  fed {tok.token_text(current)!r:<11} cache length {cache.length:>2} "
-              f"→ next {tok.token_text(next_token)!r}")
+        print(viz.tr("  fed {fed!r:<11} cache length {n:>2} → next {chosen!r}", fed=tok.token_text(current),
+                     n=cache.length, chosen=tok.token_text(next_token)))
         if next_token in stop_token_ids:
             break
         generated.append(next_token)
@@ -200,7 +201,7 @@ def decode_loop(lm, first_token, cache, max_tokens, stop_token_ids, params):
 greedy = tl.SamplingParams(temperature=0)
 cache = lm.new_cache(max_len=S + 16)
 first = int(tl.sampling.sample(lm.prefill(ids, cache), greedy)[0])  # prefill gives the first token
-print(f"prefill: cache length {cache.length} → first token {tok.token_text(first)!r}")
+print(viz.tr("prefill: cache length {n} → first token {first!r}", n=cache.length, first=tok.token_text(first)))
 generated = decode_loop(lm, first, cache, max_tokens=10, stop_token_ids=lm.config.eos_token_ids, params=greedy)
 print(repr(tok.decode(generated)))
 
@@ -211,7 +212,7 @@ print(repr(tok.decode(generated)))
 # %%
 result = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=10))
 assert result.token_ids == generated
-print(repr(result.text), "| finish reason:", result.finish_reason)
+print(repr(result.text), viz.tr("| finish reason:"), result.finish_reason)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.4 Decode rows in the attention pattern

@@ -139,9 +139,9 @@ print(viz.tr("     T  entropy  most likely tokens"))
 for T in (0.1, 0.3, 0.5, 0.7, 1.0, 1.3, 2.0, 5.0, 100.0):
     scaled = sampling.apply_temperature(open_, T)  # logits / T
     print(f"{T:>6} {viz.data.entropy_bits(scaled):>8.3f}  {top_tokens(scaled, 4)}")
-print(f"uniform over all {tok.vocab_size:,} tokens: {math.log2(tok.vocab_size):.3f} bits")
+print(viz.tr("uniform over all {n:,} tokens: {bits:.3f} bits", n=tok.vocab_size, bits=math.log2(tok.vocab_size)))
 gap = math.log2(tok.vocab_size) - viz.data.entropy_bits(sampling.apply_temperature(open_, 100.0))
-print(f"at T = 100 the entropy is {gap:.4f} bits below uniform")
+print(viz.tr("at T = 100 the entropy is {gap:.4f} bits below uniform", gap=gap))
 assert gap < 0.002
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Entropy against temperature", "zh": "熵随温度的变化"}, "say": true}
@@ -163,8 +163,9 @@ fig.add_hline(y=round(math.log2(tok.vocab_size), 4), line_dash="dash", annotatio
 for (low, high), color, task in (((0.1, 0.5), "#9ecae1", viz.tr("QA, summaries")), ((0.7, 1.3), "#fdae6b", viz.tr("creative"))):
     fig.add_vrect(x0=low, x1=high, fillcolor=color, opacity=0.25, line_width=0)  # the lecture's ranges
     fig.add_annotation(x=round(math.log10(low), 4), y=17.5, text=task, showarrow=False, xanchor="left")  # log axis
-print("at T = 0.5:", ", ".join(f"{name} {viz.data.entropy_bits(sampling.apply_temperature(logits, 0.5)):.3f} bits"
-                               for name, logits in (("sure", sure), ("open", open_))))
+print(viz.tr("at T = 0.5: sure {sure:.3f} bits, open {open:.3f} bits",
+             sure=viz.data.entropy_bits(sampling.apply_temperature(sure, 0.5)),
+             open=viz.data.entropy_bits(sampling.apply_temperature(open_, 0.5))))
 fig
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why temperature: it changes the odds", "zh": "为什么要有温度：它改变几率", "at": "**Why the lecture"}}
@@ -228,7 +229,7 @@ draws = sampling.sample(sampling.process_logits(course_logits, params, [], [])[N
                         torch.Generator().manual_seed(0))  # 10 draws, [10]
 for i in draws.tolist()[:4]:
     print("南京大学计算机学院的课程有" + course_words[i])
-print("words drawn in 10 samples:", sorted({course_words[i] for i in draws.tolist()}))
+print(viz.tr("words drawn in {n} samples:", n=len(draws)), sorted({course_words[i] for i in draws.tolist()}))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": "Two details from"}}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
@@ -249,7 +250,8 @@ for name, logits in (("sure", sure), ("open", open_)):
     probs = logits.softmax(dim=-1)
     for k in (3, 10, 50):
         kept = sampling.apply_top_k(logits, k).isfinite()  # [V] True where the token survives
-        print(f"{name}: top-{k:<3} keeps {float(probs[kept].sum()):.3f} of the probability")
+        print(viz.tr("{name}: top-{k:<3} keeps {mass:.3f} of the probability", name=name, k=k,
+                     mass=float(probs[kept].sum())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # After the "sure" prompt, three tokens already hold 85% of the probability, and k = 50 lets in dozens more
@@ -264,12 +266,13 @@ for name, logits in (("sure", sure), ("open", open_)):
 # %%
 after = sampling.apply_top_p(notes_logits, 0.9).softmax(dim=-1)
 kept = after > 0
-print("sorted:     ", end="")
+print(viz.pad(viz.tr("sorted:"), 12), end="")
 show(notes_probs, names, 2)
-print("cumulative: ", end="")
+print(viz.pad(viz.tr("cumulative:"), 12), end="")
 show(notes_probs.cumsum(0), names, 2)
-print(f"top-p 0.9 keeps {int(kept.sum())} tokens holding {float(notes_probs[kept].sum()):.2f} of the probability")
-print("normalised: ", end="")
+print(viz.tr("top-p {p} keeps {n} tokens holding {mass:.2f} of the probability", p=0.9, n=int(kept.sum()),
+             mass=float(notes_probs[kept].sum())))
+print(viz.pad(viz.tr("normalised:"), 12), end="")
 show(after, names, 3)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The token that crosses p is kept", "zh": "越过 p 的那个 token 被保留"}}
@@ -473,7 +476,7 @@ for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
 
 # %% slide={"code": [4, 5, 8]}
 idea_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Give me ideas for a science fair."}]))
-print(f"{'T':>4}{'mean log p':>11}  text (random seed 0, 24 tokens)")
+print(viz.tr("   T mean log p  text (random seed 0, 24 tokens)"))
 brainstorm_scores = {}
 for T in (0.7, 1.0, 1.3, 1.5, 2.0):
     out = lm.generate(idea_ids, tl.SamplingParams(temperature=T, top_p=0.98, top_k=100, seed=0, max_tokens=24))

@@ -268,16 +268,16 @@ for policy, run in runs.items():
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "In seconds", "zh": "换算成秒"}, "code": [[9, 11]]}
 s, c = runs["static"], runs["continuous"]
-rows = [("total time (s)", s.total_s, c.total_s),
-        ("tokens/s (all requests)", s.summary()["throughput_tok_s"], c.summary()["throughput_tok_s"]),
-        ("short: mean latency (s)", s.summary(workload.short_ids)["latency_s"]["mean"],
+rows = [(viz.tr("total time (s)"), s.total_s, c.total_s),
+        (viz.tr("tokens/s (all requests)"), s.summary()["throughput_tok_s"], c.summary()["throughput_tok_s"]),
+        (viz.tr("short: mean latency (s)"), s.summary(workload.short_ids)["latency_s"]["mean"],
          c.summary(workload.short_ids)["latency_s"]["mean"]),
-        ("long: mean latency (s)", s.summary(workload.long_ids)["latency_s"]["mean"],
+        (viz.tr("long: mean latency (s)"), s.summary(workload.long_ids)["latency_s"]["mean"],
          c.summary(workload.long_ids)["latency_s"]["mean"]),
-        ("mean TTFT (s)", s.summary()["ttft_s"]["mean"], c.summary()["ttft_s"]["mean"])]
-print(f"{'':<25}{'static':>8}{'continuous':>12}{'ratio':>7}")
+        (viz.tr("mean TTFT (s)"), s.summary()["ttft_s"]["mean"], c.summary()["ttft_s"]["mean"])]
+print(viz.tr("                           static  continuous  ratio"))
 for name, a, b in rows:
-    print(f"{name:<25}{a:>8.2f}{b:>12.2f}{b / a:>7.2f}")
+    print(f"{viz.pad(name, 25)}{a:>8.2f}{b:>12.2f}{b / a:>7.2f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # On a CPU an iteration's time grows with the tokens in it, so the wall-clock gains are smaller than the
@@ -315,10 +315,11 @@ def long_prompt_joins(chunked: bool, budget: int = 32):
 chunk_runs = {"whole prompt": long_prompt_joins(False), "chunked, budget 32": long_prompt_joins(True)}
 assert [o.token_ids for o in chunk_runs["whole prompt"].outputs] == \
     [o.token_ids for o in chunk_runs["chunked, budget 32"].outputs]
+label = {"whole prompt": viz.tr("whole prompt"), "chunked, budget 32": viz.tr("chunked, budget 32")}
 print(viz.tr("                     iterations  most tokens in one iteration  long prompt: TTFT (iterations)"))
 for name, run in chunk_runs.items():
     long = run.requests[-1]
-    print(f"{name:<20}{run.iterations:>11}{max(r.num_tokens for r in run.timeline):>30}"
+    print(f"{viz.pad(label[name], 20)}{run.iterations:>11}{max(r.num_tokens for r in run.timeline):>30}"
           f"{long.first_iteration - long.arrival_iteration + 1:>32}")
 
 # %% slide={"title": {"en": "Without chunking", "zh": "不分块"}, "code": false}
@@ -342,8 +343,8 @@ iteration_timeline_figure(chunked, title=viz.tr("chunked prefill, budget 32: the
 # %% tags=["nbval-ignore-output"]
 for name, run in chunk_runs.items():
     gaps = [r.max_gap_s for r in run.requests[:3]]
-    print(f"{name:<20} decoders' longest gap between two tokens: {max(gaps) * 1e3:6.0f} ms, "
-          f"long prompt's TTFT: {run.requests[-1].ttft_s * 1e3:6.0f} ms")
+    print(viz.pad(label[name], 20), viz.tr("decoders' longest gap between two tokens: {gap:6.0f} ms, long prompt's TTFT: "
+                                          "{ttft:6.0f} ms", gap=max(gaps) * 1e3, ttft=run.requests[-1].ttft_s * 1e3))
 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary

@@ -44,7 +44,7 @@ lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
 tol = tl.tolerance(lm.dtype)  # how far two computations of the same numbers may differ in this dtype
 per_token = tl.cost.kv_cache_bytes(lm, n_tokens=1)  # 2 · L · n_kv · d · bytes per element (4 in float32)
-print(f"K and V of one token: {per_token:,} bytes ({per_token / 1024:.0f} KiB)")
+print(viz.tr("K and V of one token: {n:,} bytes ({kib:.0f} KiB)", n=per_token, kib=per_token / 1024))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 12.1 A contiguous cache must reserve the maximum
@@ -68,12 +68,13 @@ for i, (most, n) in enumerate(zip(maximum, so_far, strict=True)):
     r.num_computed_tokens = r.num_tokens  # (what the engine records after the forward pass)
     requests.append(r)
 usage = manager.usage(requests)
-print(f"tokens held:               {sum(so_far):>5}")
-print(f"contiguous, reserved:      {usage.contiguous_slots:>5} slots "
-      f"= {usage.contiguous_slots * per_token / 2**20:6.1f} MiB, wasted {usage.contiguous_fragmentation:.1%}")
-print(f"paged, 16-token blocks:    {usage.slots_allocated:>5} slots "
-      f"= {usage.slots_allocated * per_token / 2**20:6.1f} MiB, wasted {usage.fragmentation:.1%} "
-      f"({usage.blocks_used} blocks: {[len(r.block_table) for r in requests]})")
+print(viz.pad(viz.tr("tokens held:"), 27) + f"{sum(so_far):>5}")
+print(viz.pad(viz.tr("contiguous, reserved:"), 27) + viz.tr("{n:>5} slots = {mib:6.1f} MiB, wasted {wasted:.1%}",
+      n=usage.contiguous_slots, mib=usage.contiguous_slots * per_token / 2**20, wasted=usage.contiguous_fragmentation))
+print(viz.pad(viz.tr("paged, 16-token blocks:"), 27) + viz.tr(
+      "{n:>5} slots = {mib:6.1f} MiB, wasted {wasted:.1%} ({blocks} blocks: {sizes})", n=usage.slots_allocated,
+      mib=usage.slots_allocated * per_token / 2**20, wasted=usage.fragmentation, blocks=usage.blocks_used,
+      sizes=[len(r.block_table) for r in requests]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three fifths wasted, and for Llama-2-7B", "zh": "浪费五分之三；换成 Llama-2-7B"}}
 # The contiguous reservation wastes $1 - 900 / 2300$ of its slots, three fifths, and they stay reserved while
@@ -133,7 +134,7 @@ print(viz.tr("paged, 16-slot blocks: {free} free blocks, at most {needed} needed
 # A small pool of 8 blocks of 4 tokens. Request 0 (5 tokens) and request 1 (9 tokens) take blocks; request 0
 # finishes and frees its blocks; request 2 (10 tokens) arrives and gets the freed blocks first:
 
-# %% slide={"title": {"en": "A pool of 8 blocks of 4 tokens", "zh": "8 个块、每块 4 个 token 的池"}, "code": [[5, 12]]}
+# %% slide={"title": {"en": "A pool of 8 blocks of 4 tokens", "zh": "8 个块、每块 4 个 token 的池"}, "code": [[5, 13]]}
 pool = PagedKVCache(lm.config, num_blocks=8, block_size=4, dtype=lm.dtype, device=lm.device)  # beside the model
 manager = BlockManager(num_blocks=8, block_size=4, enable_prefix_caching=False)
 texts = ["The sky is blue.", "The three primary colours are red, yellow and",
@@ -141,11 +142,12 @@ texts = ["The sky is blue.", "The three primary colours are red, yellow and",
 a, b, c = (Request(i, tok.encode(t), tl.SamplingParams()) for i, t in enumerate(texts))
 manager.allocate(a, a.num_tokens)
 manager.allocate(b, b.num_tokens)
-print(f"request 0: {a.num_tokens} tokens → blocks {a.block_table}")
-print(f"request 1: {b.num_tokens} tokens → blocks {b.block_table}")
+for r in (a, b):
+    print(viz.tr("request {i}: {n} tokens → blocks {table}", i=r.request_id, n=r.num_tokens, table=r.block_table))
 manager.free(a)  # request 0 finishes
 manager.allocate(c, c.num_tokens)
-print(f"request 0 finished; request 2: {c.num_tokens} tokens → blocks {c.block_table} (not contiguous)")
+print(viz.tr("request 0 finished; request 2: {n} tokens → blocks {table} (not contiguous)", n=c.num_tokens,
+             table=c.block_table))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Request 2's slots", "zh": "请求 2 的槽位"}, "say": true}
 # Now run request 2's prompt through the model with the pool as its cache (`pool.view` is what the engine

@@ -615,4 +615,92 @@ ZH: dict[str, str] = {
     "{name}: {chars} characters, {tokens} tokens, {mb:.2f} MB of cache":
         "{name}：{chars} 个字符，{tokens} 个 token，缓存 {mb:.2f} MB",
     "Chinese ÷ English: {ratio:.1f}× the tokens, and so the cache": "中文 ÷ 英文：token 数是 {ratio:.1f} 倍，缓存也是",
+    # ---- the lines issue 37 found with numbers between their words (tests/test_zh_outputs.py), by chapter
+    # chapter 1
+    "sum of all {n} probabilities: {total:.4f}": "全部 {n} 个概率之和：{total:.4f}",
+    # chapter 2
+    "    id  piece    text": "    id  词表条目 文本",
+    "decoded:": "反分词结果：",
+    "  our BPE : {per_word:.2f} tokens/word  {pieces}": "  我们的 BPE：每个词 {per_word:.2f} 个 token  {pieces}",
+    "  SmolLM2 : {per_word:.2f} tokens/word  {pieces}": "  SmolLM2   ：每个词 {per_word:.2f} 个 token  {pieces}",
+    "{text!r}: characters {chars}, UTF-8 bytes {n_bytes}, tokens {tokens}":
+        "{text!r}：{chars} 个字符，{n_bytes} 个 UTF-8 字节，{tokens} 个 token",
+    # chapter 3
+    "stage      shape              RMS first token  RMS last token":
+        "阶段       形状                  第一个 token  最后一个 token",
+    "embedding": "嵌入",
+    "final norm": "最终归一化",
+    "resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output":
+        "resid_mid = resid_in + attn_out，resid_out = resid_mid + mlp_out，第 2 层读入的正是第 1 层的输出",
+    "prompt of {n:>5} tokens: LM head {every:8.2f} → {engine:.3f} GFLOP; saves {saved:8.2f} GFLOP = {share:.0%} of fo"
+    "rward's work (attention is {attention:.0%})":
+        "{n:>5} 个 token 的提示词：LM head {every:8.2f} → {engine:.3f} GFLOP；省下 {saved:8.2f} GFLOP，占前向传播计算"
+        "量的 {share:.0%}（注意力占 {attention:.0%}）",
+    "layer 18, head 6: the last token ' is' → ' Paris' {p:.3f}":
+        "第 18 层，6 号头：最后一个 token ' is' 对 ' Paris' 的注意力为 {p:.3f}",
+    # chapter 4
+    "S = {S} tokens, then {n}: the model appended {token!r}":
+        "S = {S} 个 token，然后是 {n} 个：模型在末尾添上了 {token!r}",
+    "2 · {L} · {n_kv} · {d} · {size} bytes = {per_token:,} bytes per token":
+        "2 · {L} · {n_kv} · {d} · {size} 字节 = 每个 token {per_token:,} 字节",
+    "used:      {n:>2} tokens × {per_token:,} = {used:>9,} bytes":
+        "已使用：{n:>2} 个 token × {per_token:,} = {used:>9,} 字节",
+    "allocated: {n:>2} slots  × {per_token:,} = {allocated:>9,} bytes ({share:.0%} in use)":
+        "已分配：{n:>2} 个槽位   × {per_token:,} = {allocated:>9,} 字节（{share:.0%} 在用）",
+    "KV cache at {n:,} tokens: {cache:.0f} MB; weights: {weights:.0f} MB (both in {dtype})":
+        "{n:,} 个 token 的 KV 缓存：{cache:.0f} MB；权重：{weights:.0f} MB（都是 {dtype}）",
+    "multi-head (n_kv = n_h)": "多头注意力（n_kv = n_h）",
+    "grouped-query, SmolLM2": "分组查询注意力，SmolLM2",
+    "multi-query": "多查询注意力",
+    "n_kv = {n_kv}: {size:>7,} bytes per token": "n_kv = {n_kv}：每个 token {size:>7,} 字节",
+    "model                    L  n_kv    d   per token  4,096 tokens   weights":
+        "模型                     L  n_kv    d   每 token 4,096 个 token      权重",
+    "step {step:>2} ({phase}): {n:>2} of {capacity} slots, {used:>9,} bytes = formula {formula:>9,}":
+        "第 {step:>2} 步（{phase}）：{capacity} 个槽位用了 {n:>2} 个，{used:>9,} 字节 = 公式给出的 {formula:>9,}",
+    "growth per step: {growth:,} bytes = one token's K and V": "每步增长：{growth:,} 字节 = 一个 token 的 K 和 V",
+    # chapter 5
+    "prefill of {S} tokens → {token!r};": "预填充 {S} 个 token → {token!r}；",
+    "decode step fed {fed!r} → {chosen!r};": "解码步送入 {fed!r} → {chosen!r}；",
+    "q_new, k_new, v_new by hand = the decode step's:": "手算的 q_new、k_new、v_new 与解码步的相同：",
+    "probs {p} and attn_out {o} by hand = the decode step's": "手算的 probs {p} 和 attn_out {o} 与解码步的相同",
+    "layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new":
+        "手算的第 1 层输出与解码步的相同；缓存的 12 号槽位存着 k_new 和 v_new",
+    "  fed {fed!r:<11} cache length {n:>2} → next {chosen!r}": "  送入 {fed!r:<11} 缓存长度 {n:>2} → 下一个 {chosen!r}",
+    "prefill: cache length {n} → first token {first!r}": "预填充：缓存长度 {n} → 第一个 token {first!r}",
+    "| finish reason:": "| 结束原因：",
+    # chapter 6
+    "uniform over all {n:,} tokens: {bits:.3f} bits": "在全部 {n:,} 个 token 上均匀分布：{bits:.3f} 比特",
+    "at T = 100 the entropy is {gap:.4f} bits below uniform": "T = 100 时，熵比均匀分布低 {gap:.4f} 比特",
+    "at T = 0.5: sure {sure:.3f} bits, open {open:.3f} bits":
+        "T = 0.5 时：“sure” {sure:.3f} 比特，“open” {open:.3f} 比特",
+    "words drawn in {n} samples:": "{n} 次抽样抽到的词：",
+    "{name}: top-{k:<3} keeps {mass:.3f} of the probability": "“{name}”：top-{k:<3} 保留了 {mass:.3f} 的概率",
+    "sorted:": "排序后：",
+    "cumulative:": "累积：",
+    "normalised:": "归一化后：",
+    "top-p {p} keeps {n} tokens holding {mass:.2f} of the probability":
+        "top-p {p} 保留了 {n} 个 token，共占 {mass:.2f} 的概率",
+    "   T mean log p  text (random seed 0, 24 tokens)": "   T 平均 log p  文本（随机种子 0，24 个 token）",
+    # chapter 11
+    "                           static  continuous  ratio": "                             静态        连续   比值",
+    "total time (s)": "总时间（秒）",
+    "tokens/s (all requests)": "tokens/s（所有请求）",
+    "short: mean latency (s)": "短请求：平均延迟（秒）",
+    "long: mean latency (s)": "长请求：平均延迟（秒）",
+    "mean TTFT (s)": "平均 TTFT（秒）",
+    "whole prompt": "整段预填充",
+    "chunked, budget 32": "分块，预算 32",
+    "decoders' longest gap between two tokens: {gap:6.0f} ms, long prompt's TTFT: {ttft:6.0f} ms":
+        "解码请求两个 token 之间最长的间隔：{gap:6.0f} ms，长提示词的 TTFT：{ttft:6.0f} ms",
+    # chapter 12
+    "K and V of one token: {n:,} bytes ({kib:.0f} KiB)": "一个 token 的 K 和 V：{n:,} 字节（{kib:.0f} KiB）",
+    "tokens held:": "持有的 token：",
+    "contiguous, reserved:": "连续缓存，预留：",
+    "paged, 16-token blocks:": "分页，每块 16 个 token：",
+    "{n:>5} slots = {mib:6.1f} MiB, wasted {wasted:.1%}": "{n:>5} 个槽位 = {mib:6.1f} MiB，浪费 {wasted:.1%}",
+    "{n:>5} slots = {mib:6.1f} MiB, wasted {wasted:.1%} ({blocks} blocks: {sizes})":
+        "{n:>5} 个槽位 = {mib:6.1f} MiB，浪费 {wasted:.1%}（{blocks} 个块：{sizes}）",
+    "request {i}: {n} tokens → blocks {table}": "请求 {i}：{n} 个 token → 块 {table}",
+    "request 0 finished; request 2: {n} tokens → blocks {table} (not contiguous)":
+        "请求 0 已结束；请求 2：{n} 个 token → 块 {table}（不连续）",
 }
