@@ -28,9 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for roof
 from browser_support import CHROMIUM_FLAGS, SCREENSHOTS, local_page, missing, serve
 from roofline_cases import chapter_10  # noqa: E402
 
-from teachllm import words  # noqa: E402
+from teachllm import viz  # noqa: E402
 from teachllm.roofline import format_points  # noqa: E402
-from teachllm.viz.zh import ZH  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "book" / "_build" / "html"
@@ -110,8 +109,12 @@ def test_nothing_is_cut_off_on_a_projector(site, chromium, edition):
             # ---- chapter 10's roofline table (format_points), as a lecturer projects it ---------------------
             page.goto(f"{site}/{prefix}chapters/10-what-it-costs.html")
             page.evaluate(MEASURE)
-            tr = words.english if edition == "en" else lambda template, **fields: ZH[template].format(**fields)
-            header = format_points([], tr)  # no points: the table's header, as the edition prints it
+            before = viz.language()
+            viz.set_language(edition)
+            try:
+                header = format_points([], viz.tr)  # no points: the table's header, as the edition prints it
+            finally:
+                viz.set_language(before)
             columns = r"\s+".join(map(re.escape, header.split()[:3]))
             table = page.locator(".cell_output pre", has_text=re.compile(columns)).first
             table.evaluate("el => el.scrollIntoView({block: 'center'})")
