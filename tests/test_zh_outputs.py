@@ -1,16 +1,18 @@
-"""Every output a learner reads in the Chinese edition is Chinese: no English sentence of four words or more.
+"""Every output a learner reads in the Chinese edition is Chinese: no English line, and no English sentence.
 
 The check reads the saved outputs of every executed notebooks/zh/*.ipynb (issue 37, item 2): printed text,
 a cell's returned text, HTML tables (tags stripped) and the words of a figure (titles, axis titles, legend
-names, annotations, hover templates). A run of four or more English words, written as a sentence or a table
-header is, is reported, numbers, parentheses and punctuation between its words included ("step 0 (prefill): 12 of
-24 slots", "growth per step: 46,080 bytes", otter's "Error at line 27 in test"): a number does not cut a sentence
-in two. What is not a sentence a learner reads as English is left out:
+names, annotations, hover templates). A run of English words is reported, numbers, parentheses and punctuation
+between its words included ("step 0 (prefill): 12 of 24 slots", "growth per step: 46,080 bytes", otter's "Error at
+line 27 in test"): a number does not cut a sentence in two. On a line with no Chinese character, a run of two words
+is English ("17 special tokens", "pool: 28 blocks × 4 slots"); beside Chinese it takes four, since a word or two
+there is a term the edition keeps (top-p, token) or a name. What is not English a learner reads is left out:
 
 - identifiers and code: a word joined to `_`, `.`, `(` or `/` (`top_p`, `lm.generate`, `slot(p)`), a line of
-  Python (an assignment of a call, `def`, `for … :`, `assert …`: a check's failing line), and the whole output
-  of a cell that prints source code (`inspect.getsource`, the native kernel's C file): the code is the same in
-  both editions;
+  Python (an assignment of a call, `def`, `for … :`, `assert …`, any line that parses and calls something: a
+  check's failing line), an object's repr (`LanguageModel(…)`), a shape's dimension names (`[batch, vocabulary]`),
+  and the whole output of a cell that prints source code (`inspect.getsource`, the native kernel's C file): the
+  code is the same in both editions;
 - token texts and quoted strings: anything between quotes ('…', "…", “…”, 「…」) — a repr of a token, a prompt,
   a stop string; an apostrophe after a letter or digit ("decoders'", "prompt's") opens no quote — and a line
   that holds a chat template's special tokens (`<|im_start|>`), which is the model's input written out;
@@ -27,9 +29,11 @@ cell next to it must explain it in Chinese (EXPLAINED).
 
 from __future__ import annotations
 
+import ast
 import copy
 import html
 import re
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -45,16 +49,25 @@ WORD = r"(?!(?:True|False|None)\b)(?:[A-Za-z][a-z']*[a-z]|a)"
 NUMBER = r"[-+×~≈]?\d[\d,.]*(?:%|x|×)?"
 # what parts one word (or number) of a run from the next: spaces, a comma, colon or semicolon, a parenthesis
 GAP = r"(?:[,:;]? +|[,:;]? *\(|\)[,:;]? *)"
-# a run of words and numbers, one gap apart, that starts with a word and is not part of an identifier: a sentence
-# or a table header when it holds four words or more ("step 0 (prefill): 12 of 24 slots" holds five)
-RUN = re.compile(rf"(?<![\w.'/-])\(?{WORD}(?:{GAP}\(?(?:{WORD}|{NUMBER})\)?){{3,}}(?![\w(/])")
+# a run of words and numbers, one gap apart, that starts with a word and is not part of an identifier
+RUN = re.compile(rf"(?<![\w.'/-])\(?{WORD}(?:{GAP}\(?(?:{WORD}|{NUMBER})\)?)+(?![\w(/])")
 WORD_IN_RUN = re.compile(rf"(?<![\w.'/-]){WORD}(?![\w(/])")
+# How many words make a run English a learner reads. On a line with no Chinese character, two: the whole line is
+# English ("17 special tokens", "SmolLM2 vocabulary size: 49152", "pool: 28 blocks × 4 slots"). Beside Chinese,
+# a word or two is a term the Chinese edition keeps (top-p, token, logits) or a name; four make a sentence
+# ("step 0 (prefill): 12 of 24 slots" holds five).
+HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+WORDS_ALONE, WORDS_BESIDE_CHINESE = 2, 4
 # a quote opens after a space, a bracket or punctuation, never right after a letter or digit: the apostrophe of
 # "decoders' longest gap … the long prompt's TTFT" is not a quote around the words between
 QUOTED = re.compile(r"(?<![A-Za-z0-9])'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|`[^`\n]*`")
 CODE_LINE = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*[\w.]+[(\[]|def |class |return\b|assert |import |from \S+ import |@\w"
                        r"|(?:if|for|while|with|elif|else|try|except)\b.*:\s*(?:#.*)?$)")
 SPECIAL_TOKENS = re.compile(r"<\|\w+\|>")
+# an object's repr as Python prints it, `Name(…)` alone on its line (a module tree's "(gate_proj): Q4_1Linear(…)")
+REPR = re.compile(r"^\s*(?:\(\w+\): )?[A-Z]\w*\(.*\)\s*$")
+# a shape's dimension names in brackets, as the code's shape comments write them: "= [batch, vocabulary]"
+SHAPE = re.compile(r"\[[A-Za-z_]\w*(?:, *[A-Za-z_]\w*)+\]")
 PRINTS_SOURCE = re.compile(r"getsource\(|\.SOURCE\b")  # a cell that prints the package's own code
 FIGURE_KEYS = {"text", "name", "hovertemplate", "title"}  # the words of a plotly figure; "template" is styling
 
@@ -79,6 +92,7 @@ EXPLAINED = {
     # sampling.settle refuses a row of logits it cannot choose from (NaN; every token ruled out)
     ("06-logits-to-token", "(token 1, and maybe others): the model's output is broken, and no token can be chosen "
                            "from it"): "报错信息是 teachllm 原样给出的英文",
+    ("06-logits-to-token", "logits row 0 holds"): "报错信息是 teachllm 原样给出的英文",
     ("06-logits-to-token", "logits row 0: every token is ruled out (all logits are"):
         "报错信息是 teachllm 原样给出的英文",
     ("06-logits-to-token", "so none can be chosen; the penalties and filters removed them all"):
@@ -88,13 +102,30 @@ EXPLAINED = {
     ("08-beam-search", "leave them at their defaults"): "请让这些参数保持默认值",
 }
 
+def is_code(line: str) -> bool:
+    """A line of Python (CODE_LINE, or a line that parses and calls something: the failing line a check quotes,
+    `stopped(env, run(env["lm"], "Say hello.", 2).token_ids)`), an object's repr, or the model's input."""
+    if CODE_LINE.match(line) or REPR.match(line) or SPECIAL_TOKENS.search(line):
+        return True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a "\d" in a string is a SyntaxWarning, not an error
+        try:
+            tree = ast.parse(line.strip())
+        except (SyntaxError, ValueError):
+            return False
+    return any(isinstance(node, ast.Call) for node in ast.walk(tree))
+
+
 def english_sentences(text: str) -> list[str]:
-    """The runs of four or more English words in `text`, after quotes, code lines and special tokens are left out."""
+    """The English runs in `text` (two words or more on a line with no Chinese, four beside Chinese), after quotes,
+    shapes, code lines and special tokens are left out."""
     found = []
     for line in text.splitlines():
-        if CODE_LINE.match(line) or SPECIAL_TOKENS.search(line):
+        if is_code(line):
             continue
-        found += [m.group(0) for m in RUN.finditer(QUOTED.sub(" ", line)) if len(WORD_IN_RUN.findall(m.group(0))) >= 4]
+        least = WORDS_BESIDE_CHINESE if HAN.search(line) else WORDS_ALONE
+        found += [m.group(0) for m in RUN.finditer(SHAPE.sub(" ", QUOTED.sub(" ", line)))
+                  if len(WORD_IN_RUN.findall(m.group(0))) >= least]
     return found
 
 
@@ -173,6 +204,11 @@ PLANTED = [
     "growth per step: 46,080 bytes",
     "Error at line 27 in test ch01-ex1:",
     "whole prompt  decoders' longest gap between two tokens:  812 ms, long prompt's TTFT:  812 ms",  # apostrophes
+    # short lines: on a line with no Chinese, two words are English a learner reads
+    "SmolLM2 vocabulary size: 49152",
+    "17 special tokens",
+    "pool: 28 blocks × 4 slots = 112 slots",
+    "tokens        : 5, last one 314",
 ]
 NOT_SENTENCES = [
     "第 3 层：缓存里有 12 个 token",                            # Chinese
@@ -185,6 +221,11 @@ NOT_SENTENCES = [
     "FLOP/byte  GFLOP/s  tokens/s  ms",                       # units
     "assert isinstance(text, str) and text.split()",        # a check's failing line (code)
     "第 1 层 (layer 1)：12 个 token, 46,080 bytes",            # a unit and one word beside the numbers
+    "保留 3 个 token：top-p keeps them",                       # three words beside Chinese: a term, not a sentence
+    "logits: (1, 49152) = [batch, vocabulary]",              # a shape's dimension names
+    "LanguageModel(SmolLM2-135M-Instruct: 134.5M parameters, 30 layers, device=cpu)",  # an object's repr
+    "  (gate_proj): Q4_1Linear(576 → 1536, 0.53 MiB as stored)",  # a module tree's line
+    '      stopped(env, run(env["lm"], "Say hello.", 2).token_ids)',  # the failing line a check quotes
 ]
 
 
@@ -210,7 +251,8 @@ def test_the_check_catches_planted_english_sentences():
                     "where the time of a decode step goes", "beam search does not take",
                     "batch  ms per step  decode rate",  # the header
                     "step  0 (prefill): 12 of 24 slots", "growth per step: 46,080 bytes", "Error at line 27 in test",
-                    "longest gap between two tokens"]:
+                    "longest gap between two tokens", "vocabulary size", "special tokens", "pool: 28 blocks",
+                    "last one 314"]:
         assert any(planted in run for run in found), (planted, found)
     # planted into a real chapter, the English is reported as new
     path = NOTEBOOKS[0]

@@ -157,7 +157,7 @@ print(repr(answer))
 # %%
 result = lm.generate(prompt, tl.SamplingParams(temperature=0, max_tokens=32))
 assert result.token_ids == out_ids, "our loop and teachllm's generate disagree"
-print(repr(result.text), "| finish reason:", result.finish_reason)
+print(repr(result.text), viz.tr("| finish reason:"), result.finish_reason)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.7 Watching the loop step by step

@@ -76,7 +76,7 @@ for text, theirs in llama2.items():
     print(f"  Llama 2 : {theirs}")
     print(f"  SmolLM2 : {ours}  {tok.pieces(ours)}")
     assert len(ours) == len(theirs) - 1  # the same split into pieces; Llama 2 has one id more: BOS
-print("SmolLM2 vocabulary size:", tok.vocab_size)
+print(viz.tr("SmolLM2 vocabulary size: {n}", n=tok.vocab_size))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why the ids differ", "zh": "为什么 id 不同"}}
 # Two reasons the numbers differ:
@@ -102,7 +102,7 @@ print(viz.tr("Does encode put it first?"), tok.encode("Hi")[0] == tok.bos_token_
 # %% slide={"output": [[1, 4], -1]}
 for text, token_id in tok.special_tokens.items():  # every special token, by text
     print(f"{token_id:>3}  {text}")
-print(len(tok.special_tokens), "special tokens")
+print(viz.tr("{n} special tokens", n=len(tok.special_tokens)))
 special_ids = set(tok.special_tokens.values())
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The chat template", "zh": "对话模板"}}
@@ -153,7 +153,8 @@ print(viz.tr("decoded without special tokens:"), repr(tok.decode(ids, skip_speci
 # %% slide={"title": {"en": "One sentence, three ways", "zh": "同一句话，三种切法"}}
 sentence = "The lowest price is lower than the low price."
 n_words, n_chars, n_subwords = len(sentence.split()), len(sentence), len(tok.encode(sentence))
-print(f"word-level: {n_words} tokens, character-level: {n_chars} tokens, subword (SmolLM2): {n_subwords} tokens")
+print(viz.tr("word-level: {words} tokens, character-level: {chars} tokens, subword (SmolLM2): {subwords} tokens",
+             words=n_words, chars=n_chars, subwords=n_subwords))
 print(tok.pieces(tok.encode(sentence)))
 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The example of"]}
@@ -172,8 +173,8 @@ print(tok.pieces(tok.encode(sentence)))
 text = "low lower lowest"
 words = split_words(text)
 alphabet, merges = train_bpe(text, n_merges=10)
-print("words:", words)
-print("initial vocabulary:", alphabet)
+print(viz.tr("words:"), words)
+print(viz.tr("initial vocabulary:"), alphabet)
 assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the eight symbols of the course notes' example
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The merges, one at a time", "zh": "逐次合并"}, "say": true}
@@ -182,7 +183,7 @@ assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the eight sy
 # chose the most frequent pair. When two pairs are equally frequent, the pair whose symbols entered the
 # vocabulary first wins (characters in code-point order, then merged symbols in order of creation).
 
-# %% slide={"code": [[1, 2], 6, 9], "output": [[1, 4], -1]}
+# %% slide={"code": [[1, 2], 6, 10], "output": [[1, 4], -1]}
 for step, merge in enumerate(merges, start=1):
     pairs = Counter()
     for word in words:
@@ -190,8 +191,9 @@ for step, merge in enumerate(merges, start=1):
         pairs.update(zip(symbols, symbols[1:], strict=False))
     assert merge.count == max(pairs.values()) == pairs[merge.pair]  # train_bpe took a most frequent pair
     counts = ", ".join(f"{a!r}+{b!r}:{n}" for (a, b), n in pairs.most_common())
-    print(f"merge {step}: {merge.pair[0]!r} + {merge.pair[1]!r} -> {merge.result!r}   pair counts: {counts}")
-print("after", len(merges), "merges:", bpe_encode(text, merges))
+    print(viz.tr("merge {step}: {a!r} + {b!r} -> {result!r}   pair counts: {counts}", step=step, a=merge.pair[0],
+                 b=merge.pair[1], result=merge.result, counts=counts))
+print(viz.tr("after {n} merges:", n=len(merges)), bpe_encode(text, merges))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The course notes' merges", "zh": "课程资料里的合并"}}
 # Counting gives `lo` (3 times) and `low` (3 times), as in *LLM Inference Flow*. After that its example merges
@@ -243,8 +245,8 @@ held_out = [
 alphabet, merges = train_bpe(corpus, n_merges=300)
 print(viz.tr("{words} words, {chars} characters in the alphabet, {merges} merges learned",
              words=len(corpus.split()), chars=len(alphabet), merges=len(merges)))
-print("first 12 merges:", [(m.result, m.count) for m in merges[:12]])
-print("'er' is merge number", [m.result for m in merges].index("er") + 1)
+print(viz.tr("first 12 merges:"), [(m.result, m.count) for m in merges[:12]])
+print(viz.tr("'er' is merge number {n}", n=[m.result for m in merges].index("er") + 1))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "SmolLM2's own first merges", "zh": "SmolLM2 自己的前几次合并"}}
 # The first merges are the most frequent pairs of English: a space with the next letter (`' t'`, `' a'`),
@@ -253,7 +255,7 @@ print("'er' is merge number", [m.result for m in merges].index("er") + 1)
 
 # %%
 smol_merges = json.loads(tok.hf.backend_tokenizer.to_str())["model"]["merges"]
-print(f"SmolLM2: {len(smol_merges)} merges; the first 8:", [a + b for a, b in smol_merges[:8]])
+print(viz.tr("SmolLM2: {n} merges; the first 8:", n=len(smol_merges)), [a + b for a, b in smol_merges[:8]])
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Held-out sentences: our merges against SmolLM2's", "zh": "未见过的句子：我们的合并与 SmolLM2 的"}}
 # Now the held-out sentences: our 300 merges against SmolLM2's list, in tokens per word.
@@ -273,7 +275,7 @@ for sentence in held_out:
 
 # %% slide={"code": [3]}
 for n in (0, 10, 50, 300):
-    print(f"{n:>3} merges: {len(bpe_encode(held_out[0], merges[:n])):>2} pieces")
+    print(viz.tr("{n:>3} merges: {pieces:>2} pieces", n=n, pieces=len(bpe_encode(held_out[0], merges[:n]))))
 BPEStepper(held_out[0], merges, start=10)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "After all 300 merges", "zh": "300 次合并之后"}, "say": true}
@@ -328,10 +330,10 @@ for n in range(1, len(ids) + 1):
 
 # %%
 weather = tok.encode("今天天气")
-print(f"今天天气: 4 characters, {len(weather)} tokens {tok.pieces(weather)}")
-print("continued:", repr(lm.generate(weather, tl.SamplingParams(temperature=0, max_tokens=16)).text))
+print(viz.tr("{text}: {chars} characters, {n} tokens", text="今天天气", chars=4, n=len(weather)), tok.pieces(weather))
+print(viz.tr("continued:"), repr(lm.generate(weather, tl.SamplingParams(temperature=0, max_tokens=16)).text))
 question = tok.apply_chat_template([{"role": "user", "content": "今天天气怎么样？"}])
-print("chat answer:", repr(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=24)).text))
+print(viz.tr("chat answer:"), repr(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=24)).text))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The verdict", "zh": "结论"}, "say": ["After each exercise,", "Work in the cells"]}
 # Plainly: not much. Four characters cost nine tokens, because SmolLM2's vocabulary was built from mostly

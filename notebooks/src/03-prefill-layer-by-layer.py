@@ -33,9 +33,9 @@ lm = tl.load()  # the bundled SmolLM2-135M-Instruct
 tok = lm.tokenizer
 tol = tl.tolerance(lm.dtype)  # how far two computations of the same numbers may differ in this dtype
 cfg = lm.config
-print(f"layers L = {cfg.n_layers}, hidden h = {cfg.hidden_size}, query heads n_h = {cfg.n_heads}, "
-      f"KV heads n_kv = {cfg.n_kv_heads}, head dim d = {cfg.head_dim}, MLP width f = {cfg.intermediate_size}, "
-      f"vocabulary V = {cfg.vocab_size:,}")
+print(viz.tr("layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads n_kv = {n_kv}, head dim d = {d}, "
+             "MLP width f = {f}, vocabulary V = {V:,}", L=cfg.n_layers, h=cfg.hidden_size, n_h=cfg.n_heads,
+             n_kv=cfg.n_kv_heads, d=cfg.head_dim, f=cfg.intermediate_size, V=cfg.vocab_size))
 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["| 1. run the", "Our prompt repeats"]}
 # ## 3.1 One inference gives logits, not a token
@@ -123,8 +123,8 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 # ` capital` is token 1 and token 8 of our prompt:
 
 # %% slide={"title": {"en": "Where positions enter", "zh": "位置信息从哪里进入"}}
-print(tok.pieces([ids[1], ids[8]]), "same id:", ids[1] == ids[8])
-print("same embedding vector:", torch.equal(stages[0].output[0, 1], stages[0].output[0, 8]))
+print(tok.pieces([ids[1], ids[8]]), viz.tr("same id:"), ids[1] == ids[8])
+print(viz.tr("same embedding vector:"), torch.equal(stages[0].output[0, 1], stages[0].output[0, 8]))
 print(viz.tr("same vector after layer 0:"), torch.equal(stages[1].output[0, 1], stages[1].output[0, 8]))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -171,7 +171,7 @@ for name, text in meaning.items():
 attn = lm.model.layers[layer].self_attn
 for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
     print(f"{name}: weight {tuple(getattr(attn, name).weight.shape)}  [out, in]")
-print(f"query heads per KV head: g = {cfg.n_groups}")
+print(viz.tr("query heads per KV head: g = {g}", g=cfg.n_groups))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two residual additions", "zh": "两次残差相加"}}
 # The two residual additions, checked on the captures, and the hand-over from one layer to the next:
@@ -191,7 +191,7 @@ print(viz.tr("resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, 
 labels = [tok.token_text(i) for i in ids]
 names = [f"{label!r:.10}" for label in labels]  # at most 10 characters, for the tables below
 mask = trace.mask[0, 0]  # [S, S]
-print(" " * 13 + "".join(f"{j:>3}" for j in range(S)) + "   ← key position")
+print(" " * 13 + "".join(f"{j:>3}" for j in range(S)) + viz.tr("   ← key position"))
 for i in range(S):
     print(f"{i:>2} {names[i]:<10}" + "".join(f"{int(m):>3}" for m in mask[i]))
 
@@ -254,12 +254,12 @@ print(viz.tr("scores and probabilities by hand = the trace's"))
 # %% slide={"code": [[1, 3], [5, 8]]}
 heads_out, _, _ = attention_by_hand(t.q, t.k, t.v, trace.mask, scale=d ** -0.5)  # [1, n_h, S, d]
 torch.testing.assert_close(my_out, heads_out[0, head])
-print("head 2's output by hand = attention_by_hand's:", tuple(my_out.shape))
+print(viz.tr("head 2's output by hand = attention_by_hand's:"), tuple(my_out.shape))
 
 with torch.no_grad():
     concat = heads_out.transpose(1, 2).reshape(1, S, cfg.n_heads * d)  # [1, S, n_h·d]: the heads side by side
     torch.testing.assert_close(attn.o_proj(concat), t.attn_out)
-print("o_proj(all 9 heads) = the trace's attn_out:", tuple(t.attn_out.shape))
+print(viz.tr("o_proj(all {n} heads) = the trace's attn_out:", n=cfg.n_heads), tuple(t.attn_out.shape))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.5 Only the last row of the logits is needed

@@ -94,7 +94,7 @@ print(viz.tr("new column (key 12) in the old rows: scores all -inf:"), bool(b.sc
 
 # %% slide={"code": [[1, 3], 12], "output": [[1, 4], [-3, -1]]}
 x, y = a.scores[0, head], b.scores[0, head]  # [12, 12], [13, 13]
-print("key →  " + "".join(f"{j:>3}" for j in range(S + 1)))
+print(viz.pad(viz.tr("key →"), 7) + "".join(f"{j:>3}" for j in range(S + 1)))
 for i in range(S + 1):
     marks = []
     for j in range(S + 1):
@@ -104,7 +104,7 @@ for i in range(S + 1):
             marks.append("=")
         else:
             marks.append("N")
-    print(f"query {i:>2} " + "".join(f"{m:>3}" for m in marks))
+    print(viz.pad(viz.tr("query {i:>2}", i=i), 9) + "".join(f"{m:>3}" for m in marks))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "All 30 layers", "zh": "全部 30 层"}}
 # Only the last row is new. It is not a coincidence of one layer: the check below runs over all 30 layers
@@ -208,7 +208,7 @@ for i in range(L):
     assert torch.equal(cache.keys(i), prefill_trace.layers[i].k)
     assert torch.equal(cache.values(i), prefill_trace.layers[i].v)
     assert same(cache.keys(i), short_trace.layers[i].k) and same(cache.values(i), short_trace.layers[i].v)
-print(f"all {L} layers: cache = prefill's K and V = the uncached run's K and V")
+print(viz.tr("all {L} layers: cache = prefill's K and V = the uncached run's K and V", L=L))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step writes slot 12", "zh": "一步解码写入第 12 个槽"}}
 # One decode step feeds the chosen token, writes its K and V into slot 12, and moves `length` on by one.

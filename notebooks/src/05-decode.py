@@ -66,7 +66,7 @@ print(viz.tr("decode step fed {fed!r} → {chosen!r};", fed=tok.token_text(token
 # %% slide={"code": [[1, 3]]}
 t = trace.layers[layer]
 print(viz.tr("position of the new token:"), trace.positions.tolist(), viz.tr("(RoPE rotates by this)"))
-print("mask:", tuple(trace.mask.shape), "all True:", bool(trace.mask.all()))
+print(viz.tr("mask: {shape} all True:", shape=tuple(trace.mask.shape)), bool(trace.mask.all()))
 for name in ("resid_in", "q", "k", "v", "scores", "probs", "attn_out"):
     print(f"  {name:<9}{tuple(getattr(t, name).shape)}")
 print(f"  {'logits':<9}{tuple(next_logits.shape)}")
@@ -280,13 +280,13 @@ StepThrough(lm, prompt, params)
 # read and written); their ratio is the arithmetic intensity:
 
 # %%
-print(f"{'call':<28}{'tokens':>7}{'GFLOP':>8}{'MB moved':>10}{'FLOP/byte':>11}")
-for name, c in (("prefill, 12-token prompt", tl.cost.prefill_cost(lm, S)),  # lm: bytes in the model's dtype
-                ("decode step, T = 13", tl.cost.decode_cost(lm, S + 1)),
-                ("prefill, 512-token prompt", tl.cost.prefill_cost(lm, 512)),
-                ("decode step, T = 513", tl.cost.decode_cost(lm, 513))):
+print(viz.tr("call                         tokens   GFLOP  MB moved  FLOP/byte"))
+for name, c in ((viz.tr("prefill, {n}-token prompt", n=S), tl.cost.prefill_cost(lm, S)),  # lm: bytes in the model's dtype
+                (viz.tr("decode step, T = {T}", T=S + 1), tl.cost.decode_cost(lm, S + 1)),
+                (viz.tr("prefill, {n}-token prompt", n=512), tl.cost.prefill_cost(lm, 512)),
+                (viz.tr("decode step, T = {T}", T=513), tl.cost.decode_cost(lm, 513))):
     tokens = c.length if c.phase == "prefill" else 1
-    print(f"{name:<28}{tokens:>7}{c.flops / 1e9:>8.2f}{c.bytes / 1e6:>10.1f}{c.intensity:>11.1f}")
+    print(f"{viz.pad(name, 28)}{tokens:>7}{c.flops / 1e9:>8.2f}{c.bytes / 1e6:>10.1f}{c.intensity:>11.1f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the numbers say", "zh": "这些数字说明什么"}, "say": ["After each exercise,", "Work in the cells"]}
 # In float32 a decode step moves more than half a gigabyte (the weights) to do about a quarter of a GFLOP:

@@ -66,8 +66,8 @@ open_ = viz.next_token_logits(lm, open_ids)  # [V]
 print(viz.tr("logits: {shape} = one score per vocabulary entry", shape=tuple(open_.shape)))
 for name, logits in (("sure", sure), ("open", open_)):
     top = torch.topk(logits, 5)
-    print(f"{name}: largest logits", [f"{tok.token_text(int(i))!r} {float(z):.2f}" for z, i in
-                                      zip(top.values, top.indices, strict=True)])
+    print(viz.tr("{name}: largest logits", name=name), [f"{tok.token_text(int(i))!r} {float(z):.2f}" for z, i in
+                                                        zip(top.values, top.indices, strict=True)])
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The course notes' softmax example", "zh": "课程资料里的 softmax 例子"}}
 # *LLM Generation Process* (§4.1) illustrates softmax with four logits, [−1.2, 0.5, 2.3, −0.1, …], and four
@@ -114,7 +114,7 @@ for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
     processed = sampling.process_logits(logits, greedy, ids, [])  # no penalties are set: unchanged
     token = int(sampling.sample(processed[None], greedy)[0])  # [1] → int
     assert token == int(logits.argmax())
-    print(f"{name}: greedy picks {tok.token_text(token)!r}")
+    print(viz.tr("{name}: greedy picks {token!r}", name=name, token=tok.token_text(token)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.3 Temperature
@@ -181,10 +181,10 @@ fig
 
 # %% slide={"code": [[1, 4]]}
 a, b = torch.topk(open_, 2).indices.tolist()  # the two most likely tokens
-for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_k(open_, 10)),
-                      ("after T = 0.5", sampling.apply_temperature(open_, 0.5))):
+for label, logits in ((viz.tr("model"), open_), (viz.tr("after top-k = {k}", k=10), sampling.apply_top_k(open_, 10)),
+                      (viz.tr("after T = {T}", T=0.5), sampling.apply_temperature(open_, 0.5))):
     p = logits.softmax(dim=-1)
-    print(f"{label:<18} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}"
+    print(f"{viz.pad(label, 18)} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}"
           f"   odds = {float(p[a] / p[b]):.3f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Top-k raises both"]}
@@ -195,19 +195,20 @@ for label, logits in (("model", open_), ("after top-k = 10", sampling.apply_top_
 # Top-k keeps the k most likely tokens, sets every other logit to −∞, and samples from what is left after
 # softmax renormalises it. In *LLM Generation Process* §4.4, the example has k = 3:
 
-# %% slide={"code": [[1, 4], [11, 12]]}
+# %% slide={"code": [[1, 4], [11, 13]]}
 notes_probs = torch.tensor([0.40, 0.30, 0.15, 0.10, 0.05])
 notes_logits = notes_probs.log()  # any logits with these probabilities; softmax(log p) = p
 names = ["A", "B", "C", "D", "E"]
 after = sampling.apply_top_k(notes_logits, 3).softmax(dim=-1)
-print("original:  ", end="")
+print(viz.pad(viz.tr("original:"), 11), end="")
 show(notes_probs, names, 2)
-print("top-3:     ", end="")
+print(viz.pad("top-3:", 11), end="")
 show(notes_probs.masked_fill(after == 0, 0), names, 2)
-print("normalised:", end="")
+print(viz.pad(viz.tr("normalised:"), 11), end="")
 show(after, names, 2)
 assert torch.allclose(after, torch.tensor([0.47, 0.35, 0.18, 0.0, 0.0]), atol=0.005)
-print(f"kept mass {float(notes_probs[:3].sum()):.2f}; 0.40 / {float(notes_probs[:3].sum()):.2f} = {0.40 / float(notes_probs[:3].sum()):.2f}")
+kept = float(notes_probs[:3].sum())  # the probability top-3 keeps
+print(viz.tr("kept mass {kept:.2f}; 0.40 / {kept:.2f} = {p:.2f}", kept=kept, p=0.40 / kept))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The lecture's example, k = 2", "zh": "讲座的例子：k = 2", "at": "The lecture's example"}, "say": ["The lecture's example"]}
 # Each survivor is divided by the mass that is kept, 0.40 + 0.30 + 0.15 = 0.85, so 0.40 becomes 0.47.
@@ -284,9 +285,9 @@ show(after, names, 3)
 
 # %%
 ref_probs = torch.tensor([0.1, 0.2, 0.3, 0.4])
-print("p = 0.6 keeps", sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tolist())
+print(viz.tr("p = 0.6 keeps"), sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tolist())
 for p in (0.3, 0.5, 0.75, 0.9, 0.96):
-    print(f"notes example, p = {p:<4}: {int(sampling.apply_top_p(notes_logits, p).isfinite().sum())} tokens kept")
+    print(viz.tr("notes example, p = {p:<4}: {n} tokens kept", p=p, n=int(sampling.apply_top_p(notes_logits, p).isfinite().sum())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The same p on live logits", "zh": "真实 logits 上的同一个 p"}}
 # On the live logits, the same p keeps a handful of tokens after the "sure" prompt and hundreds after the
@@ -307,7 +308,7 @@ for p in (0.5, 0.9, 0.95):
 # %%
 for T in (0.5, 1.0, 1.5):
     n = int(sampling.apply_top_p(sampling.apply_temperature(open_, T), 0.9).isfinite().sum())
-    print(f"T = {T}: top-p 0.9 keeps {n:>5} tokens")
+    print(viz.tr("T = {T}: top-p 0.9 keeps {n:>5} tokens", T=T, n=n))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.6 Min-p
@@ -320,7 +321,8 @@ for T in (0.5, 1.0, 1.5):
 for name, logits in (("sure", sure), ("open", open_)):
     top_p_ = float(logits.softmax(dim=-1).max())
     n = int(sampling.apply_min_p(logits, 0.1).isfinite().sum())
-    print(f"{name}: top token p = {top_p_:.3f}, min-p 0.1 keeps tokens with p ≥ {0.1 * top_p_:.4f}: {n} tokens")
+    print(viz.tr("{name}: top token p = {top:.3f}, min-p 0.1 keeps tokens with p ≥ {threshold:.4f}: {n} tokens",
+                 name=name, top=top_p_, threshold=0.1 * top_p_, n=n))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.7 Several rules at once, and their order
@@ -362,9 +364,9 @@ print(viz.tr("same {n} surviving tokens, same logits: {top}", n=int(ours.isfinit
 # %%
 k_then_p = sampling.apply_top_p(sampling.apply_top_k(notes_logits, 3), 0.8).softmax(dim=-1)
 p_then_k = sampling.apply_top_k(sampling.apply_top_p(notes_logits, 0.8), 3).softmax(dim=-1)
-print("top-k, then top-p (transformers):", end=" ")
+print(viz.pad(viz.tr("top-k, then top-p (transformers):"), 33), end=" ")
 show(k_then_p, names)
-print("top-p, then top-k:               ", end=" ")
+print(viz.pad(viz.tr("top-p, then top-k:"), 33), end=" ")
 show(p_then_k, names)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Min-p: transformers and vLLM disagree", "zh": "min-p：transformers 与 vLLM 不一致", "at": "**Min-p: transformers and"}}
@@ -388,13 +390,14 @@ def vllm_order(logits, p: tl.SamplingParams):
 
 params = tl.SamplingParams(temperature=1.0, top_p=0.8, min_p=0.3)
 hf_order = sampling.process_logits(notes_logits, params, [], []).softmax(dim=-1)
-print("transformers: top-p 0.8, then min-p 0.3:", end=" ")
+print(viz.tr("transformers: top-p 0.8, then min-p 0.3:"), end=" ")
 show(hf_order, names)
-print("vLLM:         min-p 0.3, then top-p 0.8:", end=" ")
+print(viz.tr("vLLM:         min-p 0.3, then top-p 0.8:"), end=" ")
 show(vllm_order(notes_logits, params).softmax(dim=-1), names)
 after_top_p = sampling.apply_top_p(notes_logits, 0.8).softmax(dim=-1)  # what min-p sees in transformers
-print(f"min-p thresholds: transformers 0.3 × {float(after_top_p.max()):.2f} = {0.3 * float(after_top_p.max()):.2f}, "
-      f"vLLM 0.3 × {float(notes_probs.max()):.2f} = {0.3 * float(notes_probs.max()):.2f}")
+print(viz.tr("min-p thresholds: transformers 0.3 × {hf:.2f} = {hf_min:.2f}, vLLM 0.3 × {vllm:.2f} = {vllm_min:.2f}",
+             hf=float(after_top_p.max()), hf_min=0.3 * float(after_top_p.max()), vllm=float(notes_probs.max()),
+             vllm_min=0.3 * float(notes_probs.max())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two orders on live logits", "zh": "两种顺序在真实 logits 上"}}
 # In transformers, top-p 0.8 keeps A, B and C (cumulative .40, .70, .85). Min-p 0.3 then asks for
@@ -408,7 +411,8 @@ params = tl.SamplingParams(temperature=0.8, top_k=40, top_p=0.9, min_p=0.05)
 for name, logits in (("sure", sure), ("open", open_)):
     n_hf = int(sampling.process_logits(logits, params, [], []).isfinite().sum())
     n_vllm = int(vllm_order(logits, params).isfinite().sum())
-    print(f"{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}")
+    print(viz.tr("{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}", name=name, n_hf=n_hf,
+                 n_vllm=n_vllm))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Logits that are not numbers", "zh": "不是数的 logits"}, "say": true}
 # **Logits that are not numbers.** A broken model can hand out NaN, and a caller may want one token to be
@@ -419,9 +423,9 @@ for name, logits in (("sure", sure), ("open", open_)):
 
 # %%
 certain = torch.tensor([[1.0, 2.0, math.inf, 0.5]])  # token 2 is certain
-print("top-p 0.5 keeps token(s)", sampling.apply_top_p(certain, 0.5).isfinite().nonzero()[:, 1].tolist(),
-      "| greedy picks", int(sampling.sample(certain, tl.SamplingParams(temperature=0))),
-      "| sampling picks", int(sampling.sample(certain, tl.SamplingParams(temperature=1.0))))
+print(viz.tr("top-p 0.5 keeps token(s)"), sampling.apply_top_p(certain, 0.5).isfinite().nonzero()[:, 1].tolist(),
+      viz.tr("| greedy picks"), int(sampling.sample(certain, tl.SamplingParams(temperature=0))),
+      viz.tr("| sampling picks"), int(sampling.sample(certain, tl.SamplingParams(temperature=1.0))))
 for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.inf)):
     try:
         sampling.sample(broken, tl.SamplingParams(temperature=0))

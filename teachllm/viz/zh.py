@@ -615,6 +615,69 @@ ZH: dict[str, str] = {
     "{name}: {chars} characters, {tokens} tokens, {mb:.2f} MB of cache":
         "{name}：{chars} 个字符，{tokens} 个 token，缓存 {mb:.2f} MB",
     "Chinese ÷ English: {ratio:.1f}× the tokens, and so the cache": "中文 ÷ 英文：token 数是 {ratio:.1f} 倍，缓存也是",
+    # ---- issue 37, third pass: chapters 1–6's short lines (two English words were enough to be read as English)
+    # chapter 2
+    "SmolLM2 vocabulary size: {n}": "SmolLM2 的词表大小：{n}",
+    "{n} special tokens": "{n} 个特殊 token",
+    "word-level: {words} tokens, character-level: {chars} tokens, subword (SmolLM2): {subwords} tokens":
+        "词级别：{words} 个 token，字符级别：{chars} 个 token，子词级别（SmolLM2）：{subwords} 个 token",
+    "words:": "词：",
+    "initial vocabulary:": "初始词表：",
+    "merge {step}: {a!r} + {b!r} -> {result!r}   pair counts: {counts}":
+        "第 {step} 次合并：{a!r} + {b!r} -> {result!r}   相邻符号对的计数：{counts}",
+    "after {n} merges:": "{n} 次合并之后：",
+    "first 12 merges:": "前 12 次合并：",
+    "'er' is merge number {n}": "'er' 是第 {n} 次合并",
+    "SmolLM2: {n} merges; the first 8:": "SmolLM2：{n} 条合并规则；前 8 条：",
+    "{n:>3} merges: {pieces:>2} pieces": "{n:>3} 次合并：{pieces:>2} 个片段",
+    "{text}: {chars} characters, {n} tokens": "{text}：{chars} 个字符，{n} 个 token",
+    "continued:": "续写：",
+    "chat answer:": "对话中的回答：",
+    # chapter 3
+    "layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads n_kv = {n_kv}, head dim d = {d}, "
+    "MLP width f = {f}, vocabulary V = {V:,}":
+        "层数 L = {L}，隐藏维度 h = {h}，查询头 n_h = {n_h}，KV 头 n_kv = {n_kv}，头维度 d = {d}，"
+        "MLP 宽度 f = {f}，词表大小 V = {V:,}",
+    "same id:": "id 相同：",
+    "same embedding vector:": "嵌入向量相同：",
+    "query heads per KV head: g = {g}": "每个 KV 头对应的查询头数：g = {g}",
+    "   ← key position": "   ← 键的位置",
+    "head 2's output by hand = attention_by_hand's:": "手算的 2 号头输出 = attention_by_hand 的输出：",
+    "o_proj(all {n} heads) = the trace's attn_out:": "o_proj（全部 {n} 个头）= 追踪记录中的 attn_out：",
+    # chapter 4
+    "all {L} layers: cache = prefill's K and V = the uncached run's K and V":
+        "全部 {L} 层：缓存 = 预填充算出的 K 和 V = 不用缓存的运行算出的 K 和 V",
+    "key →": "键 →",
+    "query {i:>2}": "查询 {i:>2}",
+    # chapter 5
+    "mask: {shape} all True:": "掩码：{shape} 全为 True：",
+    "call                         tokens   GFLOP  MB moved  FLOP/byte":
+        "调用                        token 数   GFLOP   搬运 MB  FLOP/byte",
+    "prefill, {n}-token prompt": "预填充，{n} 个 token 的提示词",
+    "decode step, T = {T}": "解码步，T = {T}",
+    # chapter 6
+    "{name}: largest logits": "“{name}”：最大的 logits",
+    "{name}: greedy picks {token!r}": "“{name}”：贪婪解码选中 {token!r}",
+    "after top-k = {k}": "top-k = {k} 之后",
+    "after T = {T}": "T = {T} 之后",
+    "original:": "原始：",
+    "kept mass {kept:.2f}; 0.40 / {kept:.2f} = {p:.2f}": "保留的概率 {kept:.2f}；0.40 / {kept:.2f} = {p:.2f}",
+    "p = 0.6 keeps": "p = 0.6 时保留：",
+    "notes example, p = {p:<4}: {n} tokens kept": "课程资料的例子，p = {p:<4}：保留 {n} 个 token",
+    "T = {T}: top-p 0.9 keeps {n:>5} tokens": "T = {T}：top-p 0.9 保留 {n:>5} 个 token",
+    "{name}: top token p = {top:.3f}, min-p 0.1 keeps tokens with p ≥ {threshold:.4f}: {n} tokens":
+        "“{name}”：最高的概率 p = {top:.3f}，min-p 0.1 保留 p ≥ {threshold:.4f} 的 token：{n} 个",
+    "top-k, then top-p (transformers):": "先 top-k 再 top-p（transformers）",
+    "top-p, then top-k:": "先 top-p 再 top-k",
+    "transformers: top-p 0.8, then min-p 0.3:": "transformers：先 top-p 0.8，再 min-p 0.3：",
+    "vLLM:         min-p 0.3, then top-p 0.8:": "vLLM        ：先 min-p 0.3，再 top-p 0.8：",
+    "min-p thresholds: transformers 0.3 × {hf:.2f} = {hf_min:.2f}, vLLM 0.3 × {vllm:.2f} = {vllm_min:.2f}":
+        "min-p 的阈值：transformers 0.3 × {hf:.2f} = {hf_min:.2f}，vLLM 0.3 × {vllm:.2f} = {vllm_min:.2f}",
+    "{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}":
+        "“{name}”：按 transformers 的顺序保留 {n_hf} 个 token，按 vLLM 的顺序保留 {n_vllm} 个",
+    "top-p 0.5 keeps token(s)": "top-p 0.5 保留的 token：",
+    "| greedy picks": "| 贪婪解码选中",
+    "| sampling picks": "| 采样选中",
     # ---- the lines issue 37 found with numbers between their words (tests/test_zh_outputs.py), by chapter
     # chapter 1
     "sum of all {n} probabilities: {total:.4f}": "全部 {n} 个概率之和：{total:.4f}",
