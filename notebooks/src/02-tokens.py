@@ -53,7 +53,7 @@ print(viz.tr("    id  piece    text"))
 for token_id, piece in zip(ids, tok.pieces(ids), strict=True):
     print(f"{token_id:>6}  {piece:<8} {tok.token_text(token_id)!r}")
 assert tok.decode(ids) == text  # the round trip loses nothing
-print(viz.tr("decoded:"), repr(tok.decode(ids)))
+print(viz.tr("decoded: {text!r}", text=tok.decode(ids)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["*LLM Generation Process*"]}
 # A space belongs to the word **after** it: `' how'` is one token, and the vocabulary stores it as `'Ġhow'`.
@@ -122,7 +122,7 @@ ids = tok.encode(prompt)
 print(viz.tr("{n} ids; the special ones are marked with *", n=len(ids)))
 print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
 print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
-print(viz.tr("decoded without special tokens:"), repr(tok.decode(ids, skip_special_tokens=True)))
+print(viz.tr("decoded without special tokens: {text!r}", text=tok.decode(ids, skip_special_tokens=True)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Three subword methods", "| **BPE** (byte", "The lengths of"]}
 # `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made
@@ -173,8 +173,8 @@ print(tok.pieces(tok.encode(sentence)))
 text = "low lower lowest"
 words = split_words(text)
 alphabet, merges = train_bpe(text, n_merges=10)
-print(viz.tr("words:"), words)
-print(viz.tr("initial vocabulary:"), alphabet)
+print(viz.tr("words: {words}", words=words))
+print(viz.tr("initial vocabulary: {alphabet}", alphabet=alphabet))
 assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the eight symbols of the course notes' example
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The merges, one at a time", "zh": "逐次合并"}, "say": true}
@@ -193,7 +193,7 @@ for step, merge in enumerate(merges, start=1):
     counts = ", ".join(f"{a!r}+{b!r}:{n}" for (a, b), n in pairs.most_common())
     print(viz.tr("merge {step}: {a!r} + {b!r} -> {result!r}   pair counts: {counts}", step=step, a=merge.pair[0],
                  b=merge.pair[1], result=merge.result, counts=counts))
-print(viz.tr("after {n} merges:", n=len(merges)), bpe_encode(text, merges))
+print(viz.tr("after {n} merges: {pieces}", n=len(merges), pieces=bpe_encode(text, merges)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The course notes' merges", "zh": "课程资料里的合并"}}
 # Counting gives `lo` (3 times) and `low` (3 times), as in *LLM Inference Flow*. After that its example merges
@@ -245,7 +245,7 @@ held_out = [
 alphabet, merges = train_bpe(corpus, n_merges=300)
 print(viz.tr("{words} words, {chars} characters in the alphabet, {merges} merges learned",
              words=len(corpus.split()), chars=len(alphabet), merges=len(merges)))
-print(viz.tr("first 12 merges:"), [(m.result, m.count) for m in merges[:12]])
+print(viz.tr("first 12 merges: {merges}", merges=[(m.result, m.count) for m in merges[:12]]))
 print(viz.tr("'er' is merge number {n}", n=[m.result for m in merges].index("er") + 1))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "SmolLM2's own first merges", "zh": "SmolLM2 自己的前几次合并"}}
@@ -255,7 +255,7 @@ print(viz.tr("'er' is merge number {n}", n=[m.result for m in merges].index("er"
 
 # %%
 smol_merges = json.loads(tok.hf.backend_tokenizer.to_str())["model"]["merges"]
-print(viz.tr("SmolLM2: {n} merges; the first 8:", n=len(smol_merges)), [a + b for a, b in smol_merges[:8]])
+print(viz.tr("SmolLM2: {n} merges; the first 8: {first}", n=len(smol_merges), first=[a + b for a, b in smol_merges[:8]]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Held-out sentences: our merges against SmolLM2's", "zh": "未见过的句子：我们的合并与 SmolLM2 的"}}
 # Now the held-out sentences: our 300 merges against SmolLM2's list, in tokens per word.
@@ -331,9 +331,9 @@ for n in range(1, len(ids) + 1):
 # %%
 weather = tok.encode("今天天气")
 print(viz.tr("{text}: {chars} characters, {n} tokens", text="今天天气", chars=4, n=len(weather)), tok.pieces(weather))
-print(viz.tr("continued:"), repr(lm.generate(weather, tl.SamplingParams(temperature=0, max_tokens=16)).text))
+print(viz.tr("continued: {text!r}", text=lm.generate(weather, tl.SamplingParams(temperature=0, max_tokens=16)).text))
 question = tok.apply_chat_template([{"role": "user", "content": "今天天气怎么样？"}])
-print(viz.tr("chat answer:"), repr(lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=24)).text))
+print(viz.tr("chat answer: {text!r}", text=lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=24)).text))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The verdict", "zh": "结论"}, "say": ["After each exercise,", "Work in the cells"]}
 # Plainly: not much. Four characters cost nine tokens, because SmolLM2's vocabulary was built from mostly

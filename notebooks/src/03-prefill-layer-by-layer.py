@@ -123,9 +123,9 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 # ` capital` is token 1 and token 8 of our prompt:
 
 # %% slide={"title": {"en": "Where positions enter", "zh": "位置信息从哪里进入"}}
-print(tok.pieces([ids[1], ids[8]]), viz.tr("same id:"), ids[1] == ids[8])
-print(viz.tr("same embedding vector:"), torch.equal(stages[0].output[0, 1], stages[0].output[0, 8]))
-print(viz.tr("same vector after layer 0:"), torch.equal(stages[1].output[0, 1], stages[1].output[0, 8]))
+print(viz.tr("{pieces} same id: {same}", pieces=tok.pieces([ids[1], ids[8]]), same=ids[1] == ids[8]))
+print(viz.tr("same embedding vector: {same}", same=torch.equal(stages[0].output[0, 1], stages[0].output[0, 8])))
+print(viz.tr("same vector after layer 0: {same}", same=torch.equal(stages[1].output[0, 1], stages[1].output[0, 8])))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.3 Inside one layer
@@ -254,12 +254,12 @@ print(viz.tr("scores and probabilities by hand = the trace's"))
 # %% slide={"code": [[1, 3], [5, 8]]}
 heads_out, _, _ = attention_by_hand(t.q, t.k, t.v, trace.mask, scale=d ** -0.5)  # [1, n_h, S, d]
 torch.testing.assert_close(my_out, heads_out[0, head])
-print(viz.tr("head 2's output by hand = attention_by_hand's:"), tuple(my_out.shape))
+print(viz.tr("head 2's output by hand = attention_by_hand's: {shape}", shape=tuple(my_out.shape)))
 
 with torch.no_grad():
     concat = heads_out.transpose(1, 2).reshape(1, S, cfg.n_heads * d)  # [1, S, n_h·d]: the heads side by side
     torch.testing.assert_close(attn.o_proj(concat), t.attn_out)
-print(viz.tr("o_proj(all {n} heads) = the trace's attn_out:", n=cfg.n_heads), tuple(t.attn_out.shape))
+print(viz.tr("o_proj(all {n} heads) = the trace's attn_out: {shape}", n=cfg.n_heads, shape=tuple(t.attn_out.shape)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.5 Only the last row of the logits is needed

@@ -81,8 +81,8 @@ for name in ("scores", "probs"):  # [B, n_h, S, T]: old rows, old columns
     print(f"{'':>9}{name:<10}{str(tuple(x.shape)) + ' → ' + str(tuple(y.shape)):<36}{same(x, y[:, :, :S, :S])}")
 print(f"{'':>9}{'logits':<10}{str(tuple(short_logits.shape)) + ' → ' + str(tuple(long_logits.shape)):<36}"
       f"{same(short_logits, long_logits[:, :S], atol=tol.steps)}")
-print(viz.tr("new column (key 12) in the old rows: scores all -inf:"), bool(b.scores[0, :, :S, S].isinf().all()),
-      viz.tr("| probs all 0:"), bool((b.probs[0, :, :S, S] == 0).all()))
+print(viz.tr("new column (key 12) in the old rows: scores all -inf: {inf} | probs all 0: {zero}",
+             inf=bool(b.scores[0, :, :S, S].isinf().all()), zero=bool((b.probs[0, :, :S, S] == 0).all())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Head 2 of layer 1, key by key", "zh": "第 1 层 2 号头，逐个键对比"}, "say": ["Every old row"]}
 # Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the

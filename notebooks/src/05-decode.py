@@ -65,8 +65,8 @@ print(viz.tr("decode step fed {fed!r} → {chosen!r};", fed=tok.token_text(token
 
 # %% slide={"code": [[1, 3]]}
 t = trace.layers[layer]
-print(viz.tr("position of the new token:"), trace.positions.tolist(), viz.tr("(RoPE rotates by this)"))
-print(viz.tr("mask: {shape} all True:", shape=tuple(trace.mask.shape)), bool(trace.mask.all()))
+print(viz.tr("position of the new token: {positions} (RoPE rotates by this)", positions=trace.positions.tolist()))
+print(viz.tr("mask: {shape} all True: {all_true}", shape=tuple(trace.mask.shape), all_true=bool(trace.mask.all())))
 for name in ("resid_in", "q", "k", "v", "scores", "probs", "attn_out"):
     print(f"  {name:<9}{tuple(getattr(t, name).shape)}")
 print(f"  {'logits':<9}{tuple(next_logits.shape)}")
@@ -113,7 +113,7 @@ with torch.no_grad():
 torch.testing.assert_close(q_new, t.q)
 torch.testing.assert_close(k_new, t.k)
 torch.testing.assert_close(v_new, t.v)
-print(viz.tr("q_new, k_new, v_new by hand = the decode step's:"), tuple(q_new.shape), tuple(k_new.shape))
+print(viz.tr("q_new, k_new, v_new by hand = the decode step's: {q} {k}", q=tuple(q_new.shape), k=tuple(k_new.shape)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention, by hand", "zh": "手算注意力"}}
 # Now the attention. Each query head reads its group's KV head (query head *h* reads KV head *h* // 3), so we

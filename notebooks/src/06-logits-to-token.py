@@ -78,7 +78,7 @@ for name, logits in (("sure", sure), ("open", open_)):
 
 # %% slide={"code": [[1, 3]]}
 notes_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
-print(viz.tr("softmax of the four alone:"), [round(p, 2) for p in notes_z.softmax(-1).tolist()])
+print(viz.tr("softmax of the four alone: {probs}", probs=[round(p, 2) for p in notes_z.softmax(-1).tolist()]))
 normaliser = math.exp(2.3) / 0.30  # Σ exp(z) over the whole vocabulary, if p(2.3) = 0.30
 print(viz.tr("with Σ exp(z) = {total} for the whole vocabulary: {probs}", total=round(normaliser, 1),
              probs=[round(math.exp(z) / normaliser, 2) for z in notes_z.tolist()]))
@@ -285,7 +285,7 @@ show(after, names, 3)
 
 # %%
 ref_probs = torch.tensor([0.1, 0.2, 0.3, 0.4])
-print(viz.tr("p = 0.6 keeps"), sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tolist())
+print(viz.tr("p = 0.6 keeps {kept}", kept=sampling.apply_top_p(ref_probs.log(), 0.6).isfinite().tolist()))
 for p in (0.3, 0.5, 0.75, 0.9, 0.96):
     print(viz.tr("notes example, p = {p:<4}: {n} tokens kept", p=p, n=int(sampling.apply_top_p(notes_logits, p).isfinite().sum())))
 

@@ -267,9 +267,9 @@ ZH: dict[str, str] = {
         "解码速率              {rate:7.1f}   = 1 ÷ TPOT，第一个 token 之后每秒生成的 token 数",
     "Does encode put it first?": "encode 会把它放在最前面吗？",
     "{n} ids; the special ones are marked with *": "{n} 个 id；特殊 token 的 id 标有 *",
-    "decoded without special tokens:": "去掉特殊 token 后反分词的结果：",
-    "position of the new token:": "新 token 的位置：",
-    "(RoPE rotates by this)": "（RoPE 按这个位置旋转）",
+    "decoded without special tokens: {text!r}": "去掉特殊 token 后反分词的结果：{text!r}",
+    "position of the new token: {positions} (RoPE rotates by this)":
+        "新 token 的位置：{positions}（RoPE 按这个位置旋转）",
     "every best beam's score = the sum of its tokens' log-probabilities":
         "每一步最好的束，得分 = 其各 token 对数概率之和",
     "{n} nodes; the best path: {path!r}": "{n} 个节点；最好的路径：{path!r}",
@@ -283,7 +283,7 @@ ZH: dict[str, str] = {
     "softmax of the scores: the pattern   [B, n_h, S, S]": "分数的 softmax：注意力模式           [B, n_h, S, S]",
     "attention output after o_proj       [B, S, h]": "经过 o_proj 的注意力输出             [B, S, h]",
     "SwiGLU MLP output                    [B, S, h]": "SwiGLU MLP 的输出                    [B, S, h]",
-    "same vector after layer 0:": "经过第 0 层后向量是否相同：",
+    "same vector after layer 0: {same}": "经过第 0 层后向量是否相同：{same}",
     "mean attention on the previous token: {mean:.3f}": "对前一个 token 的平均注意力：{mean:.3f}",
     "scores and probabilities by hand = the trace's": "手算的分数和概率 = 追踪记录里的",
     "last row of forward = prefill's logits (within {tol})":
@@ -299,10 +299,10 @@ ZH: dict[str, str] = {
         "r = {r}：首选 {token!r}（id {id}，p = {p:.3f}）；所有中文片段合计：{share:.3f}",
     "on this machine the time ratio is nearer the bytes ratio": "在这台机器上，时间比更接近字节比",
     "on this machine the time ratio is nearer the FLOP ratio": "在这台机器上，时间比更接近 FLOP 比",
-    "new column (key 12) in the old rows: scores all -inf:": "旧行中新增的列（键 12）：分数全为 -inf：",
-    "| probs all 0:": "| 概率全为 0：",
+    "new column (key 12) in the old rows: scores all -inf: {inf} | probs all 0: {zero}":
+        "旧行中新增的列（键 12）：分数全为 -inf：{inf} | 概率全为 0：{zero}",
     "= [B, n_kv, length, d]: the filled slots of layer 1": "= [B, n_kv, length, d]：第 1 层已填充的槽位",
-    "softmax of the four alone:": "只对这四个做 softmax：",
+    "softmax of the four alone: {probs}": "只对这四个做 softmax：{probs}",
     "the tokens behind the '…' then hold {share:.0%} of the probability":
         "于是 '…' 所代表的那些 token 占了 {share:.0%} 的概率",
     "     T  entropy  most likely tokens": "     T       熵  最可能的 token",
@@ -621,36 +621,36 @@ ZH: dict[str, str] = {
     "{n} special tokens": "{n} 个特殊 token",
     "word-level: {words} tokens, character-level: {chars} tokens, subword (SmolLM2): {subwords} tokens":
         "词级别：{words} 个 token，字符级别：{chars} 个 token，子词级别（SmolLM2）：{subwords} 个 token",
-    "words:": "词：",
-    "initial vocabulary:": "初始词表：",
+    "words: {words}": "词：{words}",
+    "initial vocabulary: {alphabet}": "初始词表：{alphabet}",
     "merge {step}: {a!r} + {b!r} -> {result!r}   pair counts: {counts}":
         "第 {step} 次合并：{a!r} + {b!r} -> {result!r}   相邻符号对的计数：{counts}",
-    "after {n} merges:": "{n} 次合并之后：",
-    "first 12 merges:": "前 12 次合并：",
+    "after {n} merges: {pieces}": "{n} 次合并之后：{pieces}",
+    "first 12 merges: {merges}": "前 12 次合并：{merges}",
     "'er' is merge number {n}": "'er' 是第 {n} 次合并",
-    "SmolLM2: {n} merges; the first 8:": "SmolLM2：{n} 条合并规则；前 8 条：",
+    "SmolLM2: {n} merges; the first 8: {first}": "SmolLM2：{n} 条合并规则；前 8 条：{first}",
     "{n:>3} merges: {pieces:>2} pieces": "{n:>3} 次合并：{pieces:>2} 个片段",
     "{text}: {chars} characters, {n} tokens": "{text}：{chars} 个字符，{n} 个 token",
-    "continued:": "续写：",
-    "chat answer:": "对话中的回答：",
+    "continued: {text!r}": "续写：{text!r}",
+    "chat answer: {text!r}": "对话中的回答：{text!r}",
     # chapter 3
     "layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads n_kv = {n_kv}, head dim d = {d}, "
     "MLP width f = {f}, vocabulary V = {V:,}":
         "层数 L = {L}，隐藏维度 h = {h}，查询头 n_h = {n_h}，KV 头 n_kv = {n_kv}，头维度 d = {d}，"
         "MLP 宽度 f = {f}，词表大小 V = {V:,}",
-    "same id:": "id 相同：",
-    "same embedding vector:": "嵌入向量相同：",
+    "{pieces} same id: {same}": "{pieces} id 相同：{same}",
+    "same embedding vector: {same}": "嵌入向量相同：{same}",
     "query heads per KV head: g = {g}": "每个 KV 头对应的查询头数：g = {g}",
     "   ← key position": "   ← 键的位置",
-    "head 2's output by hand = attention_by_hand's:": "手算的 2 号头输出 = attention_by_hand 的输出：",
-    "o_proj(all {n} heads) = the trace's attn_out:": "o_proj（全部 {n} 个头）= 追踪记录中的 attn_out：",
+    "head 2's output by hand = attention_by_hand's: {shape}": "手算的 2 号头输出 = attention_by_hand 的输出：{shape}",
+    "o_proj(all {n} heads) = the trace's attn_out: {shape}": "o_proj（全部 {n} 个头）= 追踪记录中的 attn_out：{shape}",
     # chapter 4
     "all {L} layers: cache = prefill's K and V = the uncached run's K and V":
         "全部 {L} 层：缓存 = 预填充算出的 K 和 V = 不用缓存的运行算出的 K 和 V",
     "key →": "键 →",
     "query {i:>2}": "查询 {i:>2}",
     # chapter 5
-    "mask: {shape} all True:": "掩码：{shape} 全为 True：",
+    "mask: {shape} all True: {all_true}": "掩码：{shape} 全为 True：{all_true}",
     "call                         tokens   GFLOP  MB moved  FLOP/byte":
         "调用                        token 数   GFLOP   搬运 MB  FLOP/byte",
     "prefill, {n}-token prompt": "预填充，{n} 个 token 的提示词",
@@ -662,7 +662,7 @@ ZH: dict[str, str] = {
     "after T = {T}": "T = {T} 之后",
     "original:": "原始：",
     "kept mass {kept:.2f}; 0.40 / {kept:.2f} = {p:.2f}": "保留的概率 {kept:.2f}；0.40 / {kept:.2f} = {p:.2f}",
-    "p = 0.6 keeps": "p = 0.6 时保留：",
+    "p = 0.6 keeps {kept}": "p = 0.6 时保留：{kept}",
     "notes example, p = {p:<4}: {n} tokens kept": "课程资料的例子，p = {p:<4}：保留 {n} 个 token",
     "T = {T}: top-p 0.9 keeps {n:>5} tokens": "T = {T}：top-p 0.9 保留 {n:>5} 个 token",
     "{name}: top token p = {top:.3f}, min-p 0.1 keeps tokens with p ≥ {threshold:.4f}: {n} tokens":
@@ -683,7 +683,7 @@ ZH: dict[str, str] = {
     "sum of all {n} probabilities: {total:.4f}": "全部 {n} 个概率之和：{total:.4f}",
     # chapter 2
     "    id  piece    text": "    id  词表条目 文本",
-    "decoded:": "反分词结果：",
+    "decoded: {text!r}": "反分词结果：{text!r}",
     "  our BPE : {per_word:.2f} tokens/word  {pieces}": "  我们的 BPE：每个词 {per_word:.2f} 个 token  {pieces}",
     "  SmolLM2 : {per_word:.2f} tokens/word  {pieces}": "  SmolLM2   ：每个词 {per_word:.2f} 个 token  {pieces}",
     "{text!r}: characters {chars}, UTF-8 bytes {n_bytes}, tokens {tokens}":
@@ -724,7 +724,7 @@ ZH: dict[str, str] = {
     # chapter 5
     "prefill of {S} tokens → {token!r};": "预填充 {S} 个 token → {token!r}；",
     "decode step fed {fed!r} → {chosen!r};": "解码步送入 {fed!r} → {chosen!r}；",
-    "q_new, k_new, v_new by hand = the decode step's:": "手算的 q_new、k_new、v_new 与解码步的相同：",
+    "q_new, k_new, v_new by hand = the decode step's: {q} {k}": "手算的 q_new、k_new、v_new 与解码步的相同：{q} {k}",
     "probs {p} and attn_out {o} by hand = the decode step's": "手算的 probs {p} 和 attn_out {o} 与解码步的相同",
     "layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new":
         "手算的第 1 层输出与解码步的相同；缓存的 12 号槽位存着 k_new 和 v_new",
