@@ -83,7 +83,7 @@ print(viz.tr("{n} tokens, finished because: {reason}", n=len(notes_call.token_id
 
 # %% slide={"code": [1, 2], "output": [[1, 6], [12, 18]]}
 ids = lm.tokenizer.encode(prompt)
-print(f"{len(ids)} tokens")
+print(viz.tr("{n} tokens", n=len(ids)))
 for i, (token_id, piece) in enumerate(zip(ids, lm.tokenizer.pieces(ids), strict=True)):
     if i < 4 or i >= len(ids) - 12:
         print(f"{i:>3}  {token_id:>6}  {piece!r}")
@@ -132,7 +132,7 @@ def generate_greedy(lm, ids, max_tokens):
     for _ in range(max_tokens):
         token = int(logits.argmax(-1))  # the sampler: greedy
         out.append(token)
-        if token in lm.config.eos_token_ids:  # stop condition: end of sequence
+        if token in lm.config.eos_token_ids or len(out) == max_tokens:  # stop: end of sequence, or enough tokens
             break
         logits = lm.decode_step(token, cache)  # phase 2: one token, reading the cache
     return out
@@ -157,7 +157,7 @@ print(repr(answer))
 # %%
 result = lm.generate(prompt, tl.SamplingParams(temperature=0, max_tokens=32))
 assert result.token_ids == out_ids, "our loop and teachllm's generate disagree"
-print(repr(result.text), viz.tr("| finish reason:"), result.finish_reason)
+print(repr(result.text), viz.tr("| finish reason: {reason}", reason=result.finish_reason))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.7 Watching the loop step by step

@@ -88,7 +88,7 @@ print(viz.tr("SmolLM2 vocabulary size: {n}", n=tok.vocab_size))
 #   pieces, so apart from BOS the lengths agree.
 
 # %%
-print("SmolLM2's BOS token:", tok.bos_token_id, tok.pieces([tok.bos_token_id]))
+print(viz.tr("SmolLM2's BOS token: {id} {pieces}", id=tok.bos_token_id, pieces=tok.pieces([tok.bos_token_id])))
 print(viz.tr("Does encode put it first?"), tok.encode("Hi")[0] == tok.bos_token_id)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -213,8 +213,8 @@ assert [p for p in pieces if p != " "] == ["low", "low", "er", "low", "est"]  # 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.6 BPE on a real text, against SmolLM2's tokenizer
 #
-# Three merges do not make a tokenizer. Here are five paragraphs of English (about 290 words), written for
-# this course. We learn merges from them and split three sentences that are **not** in the text.
+# A few merges learned from three words do not make a tokenizer. Here are five paragraphs of English (about 290
+# words), written for this course. We learn merges from them and split three sentences that are **not** in the text.
 
 # %% slide={"code": [[26, 30]]}
 corpus = """\
@@ -249,8 +249,9 @@ print(viz.tr("first 12 merges: {merges}", merges=[(m.result, m.count) for m in m
 print(viz.tr("'er' is merge number {n}", n=[m.result for m in merges].index("er") + 1))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "SmolLM2's own first merges", "zh": "SmolLM2 自己的前几次合并"}}
-# The first merges are the most frequent pairs of English: a space with the next letter (`' t'`, `' a'`),
-# then `'he'` and `' the'`. The `er` of *LLM Inference Flow* appears early too — on a real text, BPE does learn it.
+# The first merges are the most frequent pairs of English: `' t'`, `'he'`, `' the'`, `' a'`, mostly a space with
+# the next letter, or the letters of *the*. The `er` of *LLM Inference Flow* appears early too — on a real text, BPE
+# does learn it.
 # SmolLM2's own merge list (stored with the tokenizer) starts the same way:
 
 # %%

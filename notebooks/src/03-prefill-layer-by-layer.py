@@ -56,7 +56,7 @@ print(viz.tr("layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads 
 prompt = "The capital of France is Paris. The capital of Italy is"
 ids = tok.encode(prompt)
 S = len(ids)
-print(f"{S} tokens:", tok.pieces(ids))
+print(viz.tr("{n} tokens: {pieces}", n=S, pieces=tok.pieces(ids)))
 
 cache = lm.new_cache(max_len=S)
 logits = lm.prefill(ids, cache)  # [1, V]: one row of scores, for the token after the last one
@@ -68,8 +68,8 @@ for p, i in zip(top.values, top.indices, strict=True):
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two strategies, the same logits", "zh": "同一组 logits，两种解码策略"}}
 # Nothing in these logits says "the answer is ` Rome`". Two decoding strategies applied to the **same**
-# logits: greedy takes the highest score every time; sampling draws from the probabilities, so it mostly
-# says ` Rome` but not always. (The draws use a generator with a fixed random seed, so they are the same on
+# logits: greedy takes the highest score every time; sampling draws from the probabilities, so ` Rome` comes
+# up more often than any other token, but not every time. (The draws use a generator with a fixed random seed, so they are the same on
 # every run.)
 
 # %% slide={"code": [[1, 2], [4, 7]]}
@@ -78,8 +78,8 @@ sampling = tl.SamplingParams(temperature=1.0)
 generator = torch.Generator(device=lm.device).manual_seed(0)  # a generator draws on its own device
 greedy_token = int(tl.sampling.sample(logits, greedy)[0])
 draws = [int(tl.sampling.sample(logits, sampling, generator)[0]) for _ in range(10)]
-print("greedy     :", repr(tok.token_text(greedy_token)))
-print("10 samples :", [tok.token_text(t) for t in draws])
+print(viz.tr("greedy     : {token!r}", token=tok.token_text(greedy_token)))
+print(viz.tr("10 samples : {tokens}", tokens=[tok.token_text(t) for t in draws]))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3.2 The whole pass, stage by stage
@@ -107,7 +107,7 @@ full_logits = lm.forward(ids)  # [1, S, V]: the same pass in one call
 assert torch.equal(stages[-1].output, full_logits)
 assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # the embedding is a table lookup
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to read from this", "zh": "从中读出什么"}, "say": ["That diagram has"]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What to read from this", "zh": "从中读出什么"}, "say": ["The notes' diagram also"]}
 # What to read from this:
 # - The **residual stream** keeps one shape, `[1, 12, 576]`, from the embedding to the final norm. Each
 #   layer reads it and *adds* its result to it; nothing is replaced. Only the LM head changes the width,
@@ -117,8 +117,8 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 #   token); in 3.6 we meet attention heads that look at the first token and little else.
 # - The final RMSNorm scales every token's vector back to a similar size before the LM head reads it.
 #
-# That diagram has a "position encoding" box right after the embedding. Llama-family models add no
-# position vector there: a token has the same embedding wherever it stands. Positions enter inside every
+# The notes' diagram also has a box between the embedding and layer 1, "Position Encoding" (添加位置信息),
+# which the line above leaves out. Llama-family models add no position vector there: a token has the same embedding wherever it stands. Positions enter inside every
 # attention layer, where **RoPE** rotates the queries and keys by an angle that depends on the position.
 # ` capital` is token 1 and token 8 of our prompt:
 
@@ -170,7 +170,7 @@ for name, text in meaning.items():
 # %%
 attn = lm.model.layers[layer].self_attn
 for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-    print(f"{name}: weight {tuple(getattr(attn, name).weight.shape)}  [out, in]")
+    print(viz.tr("{name}: weight {shape}  [out, in]", name=name, shape=tuple(getattr(attn, name).weight.shape)))
 print(viz.tr("query heads per KV head: g = {g}", g=cfg.n_groups))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two residual additions", "zh": "两次残差相加"}}
@@ -356,7 +356,8 @@ explorer
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["teachllm's real code"]}
 # ## 3.7 The course notes' prefill sketch and teachllm's code *(optional)*
 #
-# *LLM Generation Process* §2.3 sketches prefill like this (comments translated):
+# *LLM Generation Process* §2.3 sketches prefill like this (comments translated; blank lines and the comments that
+# only name a step dropped, the rest moved to the ends of the lines):
 #
 # ```python
 # def prefill(model, input_ids, kv_cache):

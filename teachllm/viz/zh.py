@@ -616,6 +616,12 @@ ZH: dict[str, str] = {
         "{name}：{chars} 个字符，{tokens} 个 token，缓存 {mb:.2f} MB",
     "Chinese ÷ English: {ratio:.1f}× the tokens, and so the cache": "中文 ÷ 英文：token 数是 {ratio:.1f} 倍，缓存也是",
     # ---- issue 37, third pass: chapters 1–6's short lines (two English words were enough to be read as English)
+    # chapter 1
+    "{n} tokens": "{n} 个 token",
+    # chapter 2
+    "SmolLM2's BOS token: {id} {pieces}": "SmolLM2 的 BOS token：{id} {pieces}",
+    "K, V: {shape} each": "K、V 各为 {shape}",
+    "| finish reason: {reason}": "| 结束原因：{reason}",
     # chapter 2
     "SmolLM2 vocabulary size: {n}": "SmolLM2 的词表大小：{n}",
     "{n} special tokens": "{n} 个特殊 token",
@@ -634,6 +640,10 @@ ZH: dict[str, str] = {
     "continued: {text!r}": "续写：{text!r}",
     "chat answer: {text!r}": "对话中的回答：{text!r}",
     # chapter 3
+    "greedy     : {token!r}": "贪婪解码：{token!r}",
+    "10 samples : {tokens}": "10 次采样：{tokens}",
+    "{n} tokens: {pieces}": "{n} 个 token：{pieces}",
+    "{name}: weight {shape}  [out, in]": "{name}：权重 {shape}  [out, in]",
     "layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads n_kv = {n_kv}, head dim d = {d}, "
     "MLP width f = {f}, vocabulary V = {V:,}":
         "层数 L = {L}，隐藏维度 h = {h}，查询头 n_h = {n_h}，KV 头 n_kv = {n_kv}，头维度 d = {d}，"
@@ -685,12 +695,12 @@ ZH: dict[str, str] = {
     "    id  piece    text": "    id  词表条目 文本",
     "decoded: {text!r}": "反分词结果：{text!r}",
     "  our BPE : {per_word:.2f} tokens/word  {pieces}": "  我们的 BPE：每个词 {per_word:.2f} 个 token  {pieces}",
-    "  SmolLM2 : {per_word:.2f} tokens/word  {pieces}": "  SmolLM2   ：每个词 {per_word:.2f} 个 token  {pieces}",
+    "  SmolLM2 : {per_word:.2f} tokens/word  {pieces}": "  SmolLM2：   每个词 {per_word:.2f} 个 token  {pieces}",
     "{text!r}: characters {chars}, UTF-8 bytes {n_bytes}, tokens {tokens}":
         "{text!r}：{chars} 个字符，{n_bytes} 个 UTF-8 字节，{tokens} 个 token",
     # chapter 3
     "stage      shape              RMS first token  RMS last token":
-        "阶段       形状                  第一个 token  最后一个 token",
+        "阶段       形状               首 token 的 RMS 末 token 的 RMS",
     "embedding": "嵌入",
     "final norm": "最终归一化",
     "resid_mid = resid_in + attn_out, resid_out = resid_mid + mlp_out, and layer 2 reads layer 1's output":
