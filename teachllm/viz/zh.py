@@ -703,4 +703,22 @@ ZH: dict[str, str] = {
     "request {i}: {n} tokens → blocks {table}": "请求 {i}：{n} 个 token → 块 {table}",
     "request 0 finished; request 2: {n} tokens → blocks {table} (not contiguous)":
         "请求 0 已结束；请求 2：{n} 个 token → 块 {table}（不连续）",
+    # ---- issue 37, third pass: chapters 7–12's short lines
+    # chapter 7
+    "repeated 3-grams in the output: {n}": "输出中重复出现的 3-gram：{n}",
+    "top 5 logits: {top}": "logit 最高的 5 个 token：{top}",
+    "top 5 after: {top}": "处理后 logit 最高的 5 个 token：{top}",
+    "greedy": "贪婪解码",
+    "token     c   logit   after": "token     c   logit  处理后",
+    "loss: {losses}": "logit 减少量：{losses}",
+    "last {n} tokens: {suffix} -> banned: {banned}": "最后 {n} 个 token：{suffix} → 被禁止：{banned}",
+    "rule                           dog logit  p(dog)  top token":
+        "规则                        dog 的 logit  p(dog)  logit 最大的 token",
+    "repetition 1.2": "重复惩罚 1.2",
+    "presence 0.5 + frequency 0.5": "存在惩罚 0.5 + 频率惩罚 0.5",
+    "no-repeat 3-gram": "禁止重复 3-gram",
+    "repeated 3-grams: {n:>2}   {text!r}": "重复的 3-gram：{n:>2}   {text!r}",
+    "no penalty": "不加惩罚",
+    "QA / code: repetition 1.05 + frequency 0.5": "问答 / 代码：重复惩罚 1.05 + 频率惩罚 0.5",
+    "creative: presence 0.3": "创意写作：存在惩罚 0.3",
 }
