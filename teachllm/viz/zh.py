@@ -721,4 +721,19 @@ ZH: dict[str, str] = {
     "no penalty": "不加惩罚",
     "QA / code: repetition 1.05 + frequency 0.5": "问答 / 代码：重复惩罚 1.05 + 频率惩罚 0.5",
     "creative: presence 0.3": "创意写作：存在惩罚 0.3",
+    # chapter 8
+    "sampling (T=1, seed 0)": "采样（T=1，随机种子 0）",
+    "beam search (k=3)": "束搜索（k=3）",
+    "total log p = {lp:8.3f}   {text!r}": "总 log p = {lp:8.3f}   {text!r}",
+    "beam ÷ greedy probability: e^{gap:.2f} = {ratio:.1f}×": "束搜索与贪婪解码的概率之比：e^{gap:.2f} = {ratio:.1f}×",
+    "step {n}": "第 {n} 步",
+    "   running   {score:8.3f}  {text!r}": "   运行中    {score:8.3f}  {text!r}",
+    "   finished  {score:8.3f}  {text!r}  (sum / length)": "   已完成    {score:8.3f}  {text!r}（和 / 长度）",
+    "    greedy              log p   beam search         log p":
+        "    贪婪解码            log p   束搜索              log p",
+    "sum  {greedy:>24.3f}   {beam:>25.3f}": "合计 {greedy:>24.3f}   {beam:>25.3f}",
+    "   score {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}":
+        "   得分 {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}",
+    "length      sum  {lps}  text": "  长度     总和  {lps}  文本",
+    "best at lp = {lp}: {text!r}": "lp = {lp} 时的胜者：{text!r}",
 }
