@@ -736,4 +736,18 @@ ZH: dict[str, str] = {
         "   得分 {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}",
     "length      sum  {lps}  text": "  长度     总和  {lps}  文本",
     "best at lp = {lp}: {text!r}": "lp = {lp} 时的胜者：{text!r}",
+    # chapter 9
+    "tokens        : {n}, last one {id} = {piece!r}": "token 数      : {n}，最后一个是 {id} = {piece!r}",
+    "this model's EOS ids: {ids} {pieces}": "本模型的 EOS id：{ids} {pieces}",
+    "with include_stop_str_in_output: {text!r}": "设置 include_stop_str_in_output 时：{text!r}",
+    "tokens: {tokens}": "各 token：{tokens}",
+    "pieces: {pieces}": "片段：{pieces}",
+    "step  token         p(EOS)  EOS masked?": "  步  token         p(EOS)  EOS 被屏蔽？",
+    "yes": "是",
+    "no": "否",
+    "{text!r} | finish reason: {reason}": "{text!r} | 结束原因：{reason}",
+    "token by token : {pieces}": "逐个 token：{pieces}",
+    "joined         : {text}": "拼接起来：{text}",
+    "stream pieces  : {pieces}": "流式片段：{pieces}",
+    "full text      : {text}": "完整文本：{text}",
 }
