@@ -750,4 +750,6 @@ ZH: dict[str, str] = {
     "joined         : {text}": "拼接起来：{text}",
     "stream pieces  : {pieces}": "流式片段：{pieces}",
     "full text      : {text}": "完整文本：{text}",
+    # chapter 10
+    "qk + pv (bmm)": "qk 和 pv（bmm）",
 }
