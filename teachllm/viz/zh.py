@@ -752,4 +752,13 @@ ZH: dict[str, str] = {
     "full text      : {text}": "完整文本：{text}",
     # chapter 10
     "qk + pv (bmm)": "qk 和 pv（bmm）",
+    # chapter 11
+    "Llama-2-7B: {params:.2f} B parameters, {gb:.1f} GB of weights in float16":
+        "Llama-2-7B：{params:.2f} B 个参数，float16 的权重共 {gb:.1f} GB",
+    "SmolLM2-135M: {params:.1f} M parameters, {mb:.0f} MB of weights in {dtype} (what runs here)":
+        "SmolLM2-135M：{params:.1f} M 个参数，{dtype} 的权重共 {mb:.0f} MB（这里运行的就是它）",
+    "batch 1: {flops:.2f} FLOPs per weight": "批大小 1：每个权重 {flops:.2f} FLOPs",
+    "{n} row(s) × LM head: {ms:5.1f} ms ({rate:,.0f} rows/s)": "{n} 行 × LM head：{ms:5.1f} ms（每秒 {rate:,.0f} 行）",
+    "prompt tokens: {lengths}": "提示词 token 数：{lengths}",
+    "output tokens: {lengths}": "输出 token 数：{lengths}",
 }
