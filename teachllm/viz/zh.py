@@ -761,4 +761,13 @@ ZH: dict[str, str] = {
     "{n} row(s) × LM head: {ms:5.1f} ms ({rate:,.0f} rows/s)": "{n} 行 × LM head：{ms:5.1f} ms（每秒 {rate:,.0f} 行）",
     "prompt tokens: {lengths}": "提示词 token 数：{lengths}",
     "output tokens: {lengths}": "输出 token 数：{lengths}",
+    # chapter 12
+    "Llama-2-7B, contiguous: {gib:.2f} GiB": "Llama-2-7B，连续缓存：{gib:.2f} GiB",
+    "Llama-2-7B, paged     : {gib:.2f} GiB": "Llama-2-7B，分页缓存：{gib:.2f} GiB",
+    "Llama-2-7B, one token: {mib:.2f} MiB": "Llama-2-7B，一个 token：{mib:.2f} MiB",
+    "pool: {blocks} blocks × {size} slots = {slots} slots": "池：{blocks} 个块 × 每块 {size} 个槽位 = {slots} 个槽位",
+    "block size {size:>2}: max |paged − contiguous| = {error:.0e}":
+        "块大小 {size:>2}：|分页 − 连续| 的最大值 = {error:.0e}",
+    "{n} tokens: contiguous {c_slots} slots = {c_mib:.2f} MiB, paged {p_slots} slots = {p_mib:.2f} MiB":
+        "{n} 个 token：连续缓存 {c_slots} 个槽位 = {c_mib:.2f} MiB，分页缓存 {p_slots} 个槽位 = {p_mib:.2f} MiB",
 }
