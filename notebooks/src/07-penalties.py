@@ -58,7 +58,7 @@ for step in tl.generation_steps(lm, [prompt_ids], greedy):
     chosen_p.append((token, float(torch.softmax(step.logits[0].float(), -1)[token])))
 loop_ids = [token for token, _ in chosen_p]
 print(repr(tok.decode(loop_ids)))
-print("repeated 3-grams in the output:", repeated_trigrams(loop_ids))
+print(viz.tr("repeated 3-grams in the output: {n}", n=repeated_trigrams(loop_ids)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Each repetition makes the next more likely", "zh": "每重复一次，下一次就更可能"}}
 # The model is stuck: `dog, cat,` forever. Worse, each repetition makes the next one more likely. Here is
@@ -93,7 +93,7 @@ k = 12
 history = prompt_ids + loop_ids[:k]  # the context at that step: prompt + 12 output tokens
 logits = lm.forward(history)[0, -1]  # [V]: next-token logits, no cache
 print(repr(tok.decode(loop_ids[:k])), "->", repr(tok.token_text(loop_ids[k])))
-print("top 5 logits:", show_top(logits))
+print(viz.tr("top 5 logits: {top}", top=show_top(logits)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7.2 Repetition penalty (prompt + output)
@@ -112,7 +112,7 @@ for j in seen:
     by_hand[j] = logits[j] / r if logits[j] > 0 else logits[j] * r
     print(f"{tok.token_text(j)!r:<12}{before:>8.2f}{float(by_hand[j]):>8.2f}{before - float(by_hand[j]):>8.2f}")
 assert torch.equal(by_hand, apply_repetition_penalty(logits, history, r))  # teachllm agrees
-print("top 5 after:", show_top(by_hand))
+print(viz.tr("top 5 after: {top}", top=show_top(by_hand)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations with the penalty", "zh": "整段生成加上重复惩罚", "at": "With the penalty"}, "say": ["` dog` and `"]}
 # ` dog` and ` cat` lose about 3.4 each and land among ` fox`, ` sheep` and ` deer`, which were never
@@ -124,7 +124,7 @@ print("top 5 after:", show_top(by_hand))
 # starting value and at 1.2:
 
 # %%
-results = {"greedy": loop_ids}
+results = {viz.tr("greedy"): loop_ids}
 for r in (1.05, 1.2):
     out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, repetition_penalty=r))
     results[f"repetition_penalty={r}"] = out.token_ids
@@ -195,13 +195,14 @@ presence, frequency = 0.5, 0.5
 output_so_far = loop_ids[:k]
 counts = Counter(output_so_far)
 by_hand = logits.clone()
-print(f"{'token':<8}{'c':>3}{'logit':>8}{'after':>8}")
+print(viz.tr("token     c   logit   after"))
 for j, c in sorted(counts.items()):
     by_hand[j] = logits[j] - c * frequency - presence  # c > 0 for every token in counts
     print(f"{tok.token_text(j)!r:<8}{c:>3}{float(logits[j]):>8.2f}{float(by_hand[j]):>8.2f}")
 torch.testing.assert_close(by_hand, apply_presence_frequency_penalty(logits, output_so_far, presence, frequency))
-print("top 5 after:", show_top(by_hand))
-print("loss:", "  ".join(f"{tok.token_text(j)!r} {float(logits[j] - by_hand[j]):.2f}" for j in sorted(counts)))
+print(viz.tr("top 5 after: {top}", top=show_top(by_hand)))
+print(viz.tr("loss: {losses}",
+             losses="  ".join(f"{tok.token_text(j)!r} {float(logits[j] - by_hand[j]):.2f}" for j in sorted(counts))))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations: presence against frequency", "zh": "整段生成：存在惩罚与频率惩罚", "at": "The two penalties"}, "say": ["At 0.5 each,"]}
 # At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token:
@@ -243,11 +244,12 @@ viz.DistributionExplorer(lm, prompt, output=tok.decode(loop_ids[:k]))
 n = 3
 suffix = history[-(n - 1):]  # the last n-1 tokens
 banned = {history[i + n - 1] for i in range(len(history) - n + 1) if history[i:i + n - 1] == suffix}
-print("last", n - 1, "tokens:", [tok.token_text(t) for t in suffix], "-> banned:", [tok.token_text(t) for t in banned])
+print(viz.tr("last {n} tokens: {suffix} -> banned: {banned}", n=n - 1, suffix=[tok.token_text(t) for t in suffix],
+             banned=[tok.token_text(t) for t in banned]))
 assert banned == tl.sampling.banned_ngram_tokens(history, n)
 masked = apply_no_repeat_ngram(logits, history, n)
 assert set(torch.isinf(masked).nonzero().flatten().tolist()) == banned  # exactly those are -inf
-print("top 5 after:", show_top(masked))
+print(viz.tr("top 5 after: {top}", top=show_top(masked)))
 
 # %% slide={"title": {"en": "Whole generations with the ban", "zh": "整段生成加上禁令"}}
 for n in (3, 4):
@@ -272,10 +274,11 @@ rules = {
     "presence 0.5 + frequency 0.5": apply_presence_frequency_penalty(logits, output_so_far, 0.5, 0.5),
     "no-repeat 3-gram": apply_no_repeat_ngram(logits, history, 3),
 }
-print(f"{'rule':<30}{'dog logit':>10}{'p(dog)':>8}  top token")
+print(viz.tr("rule                           dog logit  p(dog)  top token"))
 for name, row in rules.items():
     p = torch.softmax(row, -1)[dog]
-    print(f"{name:<30}{float(row[dog]):>10.2f}{float(p):>8.3f}  {tok.token_text(int(row.argmax()))!r}")
+    top_token = tok.token_text(int(row.argmax()))
+    print(f"{viz.pad(viz.tr(name), 30)}{float(row[dog]):>10.2f}{float(p):>8.3f}  {top_token!r}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Soft and hard", "zh": "软与硬"}}
 # - **Soft** (repetition, presence, frequency): ` dog` keeps a finite logit. If the context makes it
@@ -301,7 +304,8 @@ penalty_stages_figure(stages)
 
 # %% slide={"output": [1, 2, 3, 5, 7, 8]}
 for name, ids in results.items():
-    print(f"{name:<26} repeated 3-grams: {repeated_trigrams(ids):>2}   {tok.decode(ids)[:60]!r}")
+    print(viz.pad(name, 27) + viz.tr("repeated 3-grams: {n:>2}   {text!r}", n=repeated_trigrams(ids),
+                                     text=tok.decode(ids)[:60]))
 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["The first two"]}
 # ## 7.6 Length penalty belongs to beam search
@@ -326,13 +330,14 @@ for name, ids in results.items():
 #
 # The first two rows on our looping prompt, greedy so that only the penalties differ (24 tokens each):
 
-# %% slide={"title": {"en": "The first two rows, on our loop", "zh": "前两行用在我们的循环上"}, "code": [[4, 6]]}
+# %% slide={"title": {"en": "The first two rows, on our loop", "zh": "前两行用在我们的循环上"}, "code": [[4, 7]]}
 tips = {"no penalty": {}, "QA / code: repetition 1.05 + frequency 0.5": dict(repetition_penalty=1.05,
                                                                              frequency_penalty=0.5),
         "creative: presence 0.3": dict(presence_penalty=0.3)}
 for name, penalties in tips.items():
     out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, **penalties))
-    print(f"{name:<44} repeated 3-grams: {repeated_trigrams(out.token_ids):>2}   {out.text[:60]!r}")
+    print(viz.pad(viz.tr(name), 45) + viz.tr("repeated 3-grams: {n:>2}   {text!r}", n=repeated_trigrams(out.token_ids),
+                                             text=out.text[:60]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Order of tuning, and how engines differ", "zh": "调参顺序与各引擎的差异", "at": "**Order of tuning**:"}, "say": ["After each exercise,", "Work in the cells"]}
 # The lecture's starting point for question answering and code breaks the loop of the greedy list.

@@ -65,10 +65,10 @@ strategies = {
 outputs = {}
 for name, params in strategies.items():
     outputs[name] = lm.generate(prompt_ids, params).token_ids
-    print(f"{name:<24} total log p = {sum(token_logprobs(prompt_ids, outputs[name])):8.3f}   "
-          f"{tok.decode(outputs[name])!r}")
+    print(viz.pad(viz.tr(name), 25) + viz.tr("total log p = {lp:8.3f}   {text!r}",
+          lp=sum(token_logprobs(prompt_ids, outputs[name])), text=tok.decode(outputs[name])))
 gap = sum(token_logprobs(prompt_ids, outputs["beam search (k=3)"])) - sum(token_logprobs(prompt_ids, outputs["greedy"]))
-print(f"beam ÷ greedy probability: e^{gap:.2f} = {math.exp(gap):.1f}×")
+print(viz.tr("beam ÷ greedy probability: e^{gap:.2f} = {ratio:.1f}×", gap=gap, ratio=math.exp(gap)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Greedy decoding and beam search both start with ` Paris.`, then part ways; beam search's continuation is
@@ -87,11 +87,12 @@ print(f"beam ÷ greedy probability: e^{gap:.2f} = {math.exp(gap):.1f}×")
 params = tl.SamplingParams(num_beams=3, max_tokens=8)
 steps = list(tl.beam_search_steps(lm, prompt_ids, params))
 for step in steps:
-    print(f"step {step.index + 1}")
+    print(viz.tr("step {n}", n=step.index + 1))
     for beam in step.running:  # empty at max_tokens: every candidate ends, no beam runs on
-        print(f"   running   {beam.score:8.3f}  {tok.decode(beam.token_ids)!r}")
+        print(viz.tr("   running   {score:8.3f}  {text!r}", score=beam.score, text=tok.decode(beam.token_ids)))
     for hyp in step.finished:
-        print(f"   finished  {hyp.score:8.3f}  {tok.decode(hyp.token_ids)!r}  (sum / length)")
+        print(viz.tr("   finished  {score:8.3f}  {text!r}  (sum / length)", score=hyp.score,
+                     text=tok.decode(hyp.token_ids)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Read it top down", "zh": "从上往下读"}, "say": ["The running scores"]}
 # Read it top down:
@@ -132,11 +133,11 @@ beam_tree_figure(tree)
 # %% slide={"code": [[1, 3], [7, 8]]}
 greedy_ids, beam_ids = outputs["greedy"], outputs["beam search (k=3)"]
 greedy_lp, beam_lp = token_logprobs(prompt_ids, greedy_ids), token_logprobs(prompt_ids, beam_ids)
-print(f"{'':>3} {'greedy':<18}{'log p':>7}   {'beam search':<18}{'log p':>7}")
+print(viz.tr("    greedy              log p   beam search         log p"))
 for i in range(len(greedy_ids)):
     print(f"{i + 1:>3} {tok.token_text(greedy_ids[i])!r:<18}{greedy_lp[i]:>7.3f}   "
           f"{tok.token_text(beam_ids[i])!r:<18}{beam_lp[i]:>7.3f}")
-print(f"{'sum':>3} {'':<18}{sum(greedy_lp):>7.3f}   {'':<18}{sum(beam_lp):>7.3f}")
+print(viz.tr("sum  {greedy:>24.3f}   {beam:>25.3f}", greedy=sum(greedy_lp), beam=sum(beam_lp)))
 assert sum(beam_lp) > sum(greedy_lp)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where greedy loses", "zh": "贪心在哪里吃亏"}, "say": ["A chat question,"]}
@@ -172,8 +173,8 @@ for lp in (0.0, 1.0, 2.0):
         length = len(hyp.token_ids)
         assert abs(total / length ** lp - hyp.score) < tol.logprob  # the score is the formula above
         finished[tuple(hyp.token_ids)] = total
-        print(f"   score {hyp.score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   "
-              f"{tok.decode(hyp.token_ids, skip_special_tokens=True)!r}")
+        print(viz.tr("   score {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}", score=hyp.score,
+                     total=total, length=length, lp=lp, text=tok.decode(hyp.token_ids, skip_special_tokens=True)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The winner changes with lp", "zh": "赢家随 lp 改变"}, "say": true}
 # The winner changes: with lp = 0 and 1 it is the eight-token `The capital of France is Paris.`; with lp = 2
@@ -182,14 +183,14 @@ for lp in (0.0, 1.0, 2.0):
 
 # %% slide={"code": [[1, 5]], "output": [1, 2, 5, [8, 12]]}
 lps = (0.0, 0.6, 1.0, 1.5, 2.0)
-print(f"{'length':>6} {'sum':>8}  " + "".join(f"{'lp=' + str(lp):>9}" for lp in lps) + "  text")
+print(viz.tr("length      sum  {lps}  text", lps="".join(f"{'lp=' + str(lp):>9}" for lp in lps)))
 for ids, total in sorted(finished.items(), key=lambda item: len(item[0])):
     scores = "".join(f"{total / len(ids) ** lp:>9.3f}" for lp in lps)
     print(f"{len(ids):>6} {total:>8.3f}  {scores}  {tok.decode(list(ids), skip_special_tokens=True)[:40]!r}")
 winners = [tok.decode(list(max(finished, key=lambda ids: finished[ids] / len(ids) ** lp)),
                       skip_special_tokens=True) for lp in lps]
 for lp, text in zip(lps, winners, strict=True):
-    print(f"best at lp = {lp}: {text!r}")
+    print(viz.tr("best at lp = {lp}: {text!r}", lp=lp, text=text))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The lecture's tip"]}
 # The lecture's tip for translation — `length_penalty` between 0.6 and 1.0 — sits between "shortest wins"

@@ -32,7 +32,8 @@ def chat(question):
 def report(out):
     """The fields an engine returns for a finished request."""
     print(f"text          : {out.text!r}")
-    print(f"tokens        : {len(out.token_ids)}, last one {out.token_ids[-1]} = {tok.pieces(out.token_ids[-1:])[0]!r}")
+    print(viz.tr("tokens        : {n}, last one {id} = {piece!r}", n=len(out.token_ids), id=out.token_ids[-1],
+                 piece=tok.pieces(out.token_ids[-1:])[0]))
     print(f"finish_reason : {out.finish_reason!r}   stop_reason: {out.stop_reason!r}")
 
 
@@ -73,7 +74,8 @@ def report(out):
 defaults = tl.SamplingParams()
 for name in ("max_tokens", "stop", "stop_token_ids", "include_stop_str_in_output", "ignore_eos", "min_tokens"):
     print(f"{name:<28} {getattr(defaults, name)!r}")
-print("this model's EOS ids:", lm.config.eos_token_ids, tok.pieces(list(lm.config.eos_token_ids)))
+print(viz.tr("this model's EOS ids: {ids} {pieces}", ids=lm.config.eos_token_ids,
+             pieces=tok.pieces(list(lm.config.eos_token_ids))))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9.2 End of sequence
@@ -111,7 +113,7 @@ out = lm.generate(paris, tl.SamplingParams(temperature=0, max_tokens=32, stop_to
 report(out)
 kept = lm.generate(paris, tl.SamplingParams(temperature=0, max_tokens=32, stop_token_ids=[period],
                                             include_stop_str_in_output=True))
-print("with include_stop_str_in_output:", repr(kept.text))
+print(viz.tr("with include_stop_str_in_output: {text!r}", text=kept.text))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The id that stopped"]}
 # The id that stopped generation stays in `token_ids` (it says *why* generation ended), but its text is
@@ -125,7 +127,7 @@ print("with include_stop_str_in_output:", repr(kept.text))
 
 # %%
 texts = [tok.token_text(i) for i in answer.token_ids]
-print("tokens:", "|".join(texts))
+print(viz.tr("tokens: {tokens}", tokens="|".join(texts)))
 i = texts.index(" France")
 stop = texts[i][-4:] + texts[i + 1][:3]  # 'ance' + ' is'
 print(viz.tr("stop string: {stop!r}, made of the end of {a!r} and the start of {b!r}", stop=stop, a=texts[i],
@@ -164,7 +166,7 @@ print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32)))
 # %%
 out = lm.generate(question, tl.SamplingParams(temperature=0, max_tokens=20, ignore_eos=True))
 report(out)
-print("pieces:", tok.pieces(out.token_ids))
+print(viz.tr("pieces: {pieces}", pieces=tok.pieces(out.token_ids)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The text shows `system` and `user` because the special tokens around them are skipped. No one wants
@@ -177,16 +179,17 @@ print("pieces:", tok.pieces(out.token_ids))
 # get logit −∞, so the sampler cannot pick them (and stop strings are not checked). `tl.generation_steps`
 # shows both the model's raw logits and the processed ones: here is what the model wanted, and what it got.
 
-# %% slide={"title": {"en": "Step by step: EOS masked for 10 tokens", "zh": "逐步看：前 10 个 token 屏蔽 EOS"}, "code": [[4, 7]], "output": [1, [7, 12], -1]}
+# %% slide={"title": {"en": "Step by step: EOS masked for 10 tokens", "zh": "逐步看：前 10 个 token 屏蔽 EOS"}, "code": [[4, 8]], "output": [1, [7, 12], -1]}
 params = tl.SamplingParams(temperature=0, max_tokens=20, min_tokens=10)
 eos = lm.config.eos_token_ids[0]
-print(f"{'step':>4}  {'token':<12}{'p(EOS)':>8}  EOS masked?")
+print(viz.tr("step  token         p(EOS)  EOS masked?"))
 for step in tl.generation_steps(lm, [question], params):
     p_eos = float(torch.softmax(step.logits[0].float(), -1)[eos])  # what the model gave EOS
     masked = bool(torch.isinf(step.processed[0, eos]))  # what the sampler saw
-    print(f"{step.index + 1:>4}  {tok.token_text(step.tokens[0])!r:<12}{p_eos:>8.3f}  {'yes' if masked else 'no'}")
+    answer = viz.tr("yes" if masked else "no")
+    print(f"{step.index + 1:>4}  {tok.token_text(step.tokens[0])!r:<12}{p_eos:>8.3f}  {answer}")
 seq = step.sequences[0]
-print(repr(seq.text), "| finish reason:", seq.finish_reason)
+print(viz.tr("{text!r} | finish reason: {reason}", text=seq.text, reason=seq.finish_reason))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the mask did", "zh": "屏蔽带来了什么"}}
 # At step 8 the model gives EOS probability 0.77 — it wants to stop after `Paris.` — but EOS is masked, so
@@ -205,8 +208,8 @@ chinese = chat("请用中文介绍一下你自己。")  # "Please introduce your
 params = tl.SamplingParams(temperature=0, max_tokens=20)
 out = lm.generate(chinese, params)
 naive = [tok.token_text(t) for t in out.token_ids]
-print("token by token :", naive)
-print("joined         :", "".join(naive))
+print(viz.tr("token by token : {pieces}", pieces=naive))
+print(viz.tr("joined         : {text}", text="".join(naive)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "lm.stream holds back half characters", "zh": "lm.stream 扣住半个字符"}}
 # After each token, `lm.stream` decodes only the last few tokens (a window that starts at the last complete
@@ -216,10 +219,10 @@ print("joined         :", "".join(naive))
 
 # %%
 pieces = list(lm.stream(chinese, params))
-print("stream pieces  :", pieces)
+print(viz.tr("stream pieces  : {pieces}", pieces=pieces))
 assert "".join(pieces) == out.text
 assert not any("\ufffd" in piece for piece in pieces)  # never half a character
-print("full text      :", out.text)
+print(viz.tr("full text      : {text}", text=out.text))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # The stream is right; the answer is not. Asked in Chinese to introduce itself, the model writes `你自己是一个独立的客户，可以`: it takes 你自己 ("yourself") from the question and goes on "is an independent customer, can". These are real words, and no answer: the bundled model writes Chinese characters, not Chinese sense. The last section of the lecturer's guide says where its Chinese still teaches something (tokens, sampling, streaming) and how to run the chapters on a model that speaks Chinese.

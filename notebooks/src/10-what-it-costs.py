@@ -270,7 +270,7 @@ print("\n" + viz.tr("layer 0, operation by operation:"))
 for op in ("q_proj", "k_proj", "v_proj", "o_proj"):
     print(f"  {op:<22}{sum(counts[f'Transformer.layers.0.self_attn.{op}'].values()):>13,}{per_op[op]:>13,}")
 attention = sum(v for key, v in counts["Transformer.layers.0.self_attn"].items() if str(key) != "aten.mm")
-print(f"  {'qk + pv (bmm)':<22}{attention:>13,}{per_op['qk'] + per_op['pv']:>13,}")
+print(f"  {viz.pad(viz.tr('qk + pv (bmm)'), 22)}{attention:>13,}{per_op['qk'] + per_op['pv']:>13,}")
 for op in ("gate_proj", "up_proj", "down_proj"):
     print(f"  {op:<22}{sum(counts[f'Transformer.layers.0.mlp.{op}'].values()):>13,}{per_op[op]:>13,}")
 

@@ -48,10 +48,11 @@ tok = lm.tokenizer
 # %% slide={"code": [[3, 4]]}
 llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
                            n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
-print(f"Llama-2-7B: {llama2_7b.n_params / 1e9:.2f} B parameters, "
-      f"{tl.cost.weight_bytes(llama2_7b, 'float16') / 1e9:.1f} GB of weights in float16")
-print(f"SmolLM2-135M: {lm.config.n_params / 1e6:.1f} M parameters, "
-      f"{tl.cost.weight_bytes(lm) / 1e6:.0f} MB of weights in {str(lm.dtype).removeprefix('torch.')} (what runs here)")
+print(viz.tr("Llama-2-7B: {params:.2f} B parameters, {gb:.1f} GB of weights in float16",
+             params=llama2_7b.n_params / 1e9, gb=tl.cost.weight_bytes(llama2_7b, "float16") / 1e9))
+print(viz.tr("SmolLM2-135M: {params:.1f} M parameters, {mb:.0f} MB of weights in {dtype} (what runs here)",
+             params=lm.config.n_params / 1e6, mb=tl.cost.weight_bytes(lm) / 1e6,
+             dtype=str(lm.dtype).removeprefix("torch.")))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step, growing batches", "zh": "批次变大时的一个解码步"}, "say": true}
 # One decode step at a context of 33 tokens, for growing batches (`tl.cost.decode_cost`: FLOPs of the matrix
@@ -63,7 +64,7 @@ for b in (1, 2, 4, 8, 16, 32):
     c = tl.cost.decode_cost(lm, context_len=33, batch_size=b)  # lm: bytes in the model's own dtype
     print(f"{b:>5} {c.flops / 1e9:>7.3f} {c.bytes / 1e6:>9.1f} {c.intensity:>10.2f} {c.weight_bytes / b / 1e6:>24.1f}")
 flops_per_weight = tl.cost.decode_flops(lm, context_len=33).total / lm.config.n_params
-print(f"batch 1: {flops_per_weight:.2f} FLOPs per weight")
+print(viz.tr("batch 1: {flops:.2f} FLOPs per weight", flops=flops_per_weight))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Measured: decode rate by batch", "zh": "实测：不同批次的解码速率"}, "say": true}
 # The work grows 32-fold from batch 1 to batch 32, the memory traffic barely moves, so the arithmetic
@@ -103,14 +104,15 @@ for r in rows:
 # (This notebook runs on one thread, `torch.set_num_threads(1)`, so a busy machine disturbs it less. With
 # more threads every step is faster, but small matrices gain little from them.)
 
-# %% tags=["nbval-ignore-output"] slide={"title": {"en": "The LM head: GEMV against GEMM", "zh": "LM 头：GEMV 与 GEMM"}, "code": [[3, 7]]}
+# %% tags=["nbval-ignore-output"] slide={"title": {"en": "The LM head: GEMV against GEMM", "zh": "LM 头：GEMV 与 GEMM"}, "code": [[3, 8]]}
 head = lm.model.lm_head.weight  # [V, h], as nn.Linear stores it
 assert tuple(head.shape) == (49152, 576)
 for n_rows in (1, 2, 8):
     x = torch.randn(n_rows, lm.config.hidden_size, device=lm.device, dtype=lm.dtype)  # [n_rows, h]
     seconds = min(tl.timing.timed(lambda x=x: torch.nn.functional.linear(x, head), lm.device, reps=1)
                   for _ in range(10))
-    print(f"{n_rows} row(s) × LM head: {seconds * 1e3:5.1f} ms ({n_rows / seconds:,.0f} rows/s)")
+    print(viz.tr("{n} row(s) × LM head: {ms:5.1f} ms ({rate:,.0f} rows/s)", n=n_rows, ms=seconds * 1e3,
+                 rate=n_rows / seconds))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # One row goes through the LM head much faster than two (GEMV against GEMM), and eight rows take about
@@ -200,8 +202,8 @@ for policy in ("static", "continuous"):
 
 # %% slide={"code": [[5, 7]]}
 workload = mixed_workload(lm, n_requests=12, max_num_seqs=4, long_tokens=16, short_tokens=(2, 6))
-print("prompt tokens:", workload.describe()["prompt_tokens"])
-print("output tokens:", workload.describe()["output_tokens"])
+print(viz.tr("prompt tokens: {lengths}", lengths=workload.describe()["prompt_tokens"]))
+print(viz.tr("output tokens: {lengths}", lengths=workload.describe()["output_tokens"]))
 runs = {}
 for policy in ("static", "continuous"):
     engine = ServingEngine(lm, ServingConfig(policy=policy, max_num_seqs=4))
@@ -256,7 +258,7 @@ print(describe_iteration(joined))
 print(viz.tr("            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency"))
 for policy, run in runs.items():
     short, long = run.summary(workload.short_ids), run.summary(workload.long_ids)
-    print(f"{policy:<11}{run.iterations:>11}{run.forward_calls:>14}"
+    print(f"{viz.pad(viz.tr(policy), 11)}{run.iterations:>11}{run.forward_calls:>14}"
           f"{short['ttft_iterations']['mean']:>13.1f}{short['latency_iterations']['mean']:>15.1f}"
           f"{long['ttft_iterations']['mean']:>12.1f}{long['latency_iterations']['mean']:>14.1f}")
 

@@ -83,12 +83,13 @@ print(viz.pad(viz.tr("paged, 16-token blocks:"), 27) + viz.tr(
 # Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the example's 2300 reserved slots are 1.1 GiB for
 # 900 tokens:
 
-# %% slide={"code": [[3, 5]]}
+# %% slide={"code": [[3, 6]]}
 llama2_7b = tl.ModelConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, n_layers=32, n_heads=32,
                            n_kv_heads=32, head_dim=128, max_position_embeddings=4096)
-for name, slots in (("contiguous", usage.contiguous_slots), ("paged", usage.slots_allocated)):
-    print(f"Llama-2-7B, {name:<10}: {tl.cost.kv_cache_bytes(llama2_7b, slots, dtype='float16') / 2**30:.2f} GiB")
-print(f"Llama-2-7B, one token: {tl.cost.kv_cache_bytes(llama2_7b, 1, dtype='float16') / 2**20:.2f} MiB")
+for template, slots in (("Llama-2-7B, contiguous: {gib:.2f} GiB", usage.contiguous_slots),
+                        ("Llama-2-7B, paged     : {gib:.2f} GiB", usage.slots_allocated)):
+    print(viz.tr(template, gib=tl.cost.kv_cache_bytes(llama2_7b, slots, dtype="float16") / 2**30))
+print(viz.tr("Llama-2-7B, one token: {mib:.2f} MiB", mib=tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16") / 2**20))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Reservations cut free memory into holes", "zh": "预留把空闲内存切成碎块"}}
 # Reservations also cut the free memory into pieces (§7.2 names "severe memory fragmentation" among the
@@ -195,8 +196,8 @@ print(viz.tr("prompt lengths {lengths}; the first {shared} tokens are the same i
              lengths=[len(c) for c in chats], shared=shared))
 
 engine = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=28))
-print(f"pool: {engine.config.num_blocks} blocks × {engine.config.block_size} slots = "
-      f"{engine.config.num_blocks * engine.config.block_size} slots")
+print(viz.tr("pool: {blocks} blocks × {size} slots = {slots} slots", blocks=engine.config.num_blocks,
+             size=engine.config.block_size, slots=engine.config.num_blocks * engine.config.block_size))
 params = tl.SamplingParams(temperature=0, max_tokens=32)
 ids = [engine.add_request(chats[0], params)]
 engine.step()  # iteration 0: request 0 prefills alone
@@ -301,7 +302,8 @@ for block_size in (1, 4, 16):
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "The largest difference", "zh": "最大差异"}}
 # the largest difference itself depends on the order in which this CPU's kernels add, so nbval does not compare it
 for block_size, report in reports.items():
-    print(f"block size {block_size:>2}: max |paged − contiguous| = {report.max_abs_error:.0e}")
+    print(viz.tr("block size {size:>2}: max |paged − contiguous| = {error:.0e}", size=block_size,
+                 error=report.max_abs_error))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The second prompt reads its first 16 tokens' K and V from the first prompt's blocks; with small blocks the
@@ -330,8 +332,9 @@ figures.cache_growth_figure(contiguous_points, paged=paged_points)
 
 # %% slide={"title": {"en": "The final count", "zh": "最终的数字"}}
 last_c, last_p = contiguous_points[-1], paged_points[-1]
-print(f"{last_c.length} tokens: contiguous {last_c.capacity} slots = {last_c.bytes_allocated / 2**20:.2f} MiB, "
-      f"paged {last_p.capacity} slots = {last_p.bytes_allocated / 2**20:.2f} MiB")
+print(viz.tr("{n} tokens: contiguous {c_slots} slots = {c_mib:.2f} MiB, paged {p_slots} slots = {p_mib:.2f} MiB",
+             n=last_c.length, c_slots=last_c.capacity, c_mib=last_c.bytes_allocated / 2**20,
+             p_slots=last_p.capacity, p_mib=last_p.bytes_allocated / 2**20))
 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary

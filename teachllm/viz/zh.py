@@ -776,4 +776,71 @@ ZH: dict[str, str] = {
     "request {i}: {n} tokens → blocks {table}": "请求 {i}：{n} 个 token → 块 {table}",
     "request 0 finished; request 2: {n} tokens → blocks {table} (not contiguous)":
         "请求 0 已结束；请求 2：{n} 个 token → 块 {table}（不连续）",
+    # ---- issue 37, third pass: chapters 7–12's short lines
+    # chapter 7
+    "repeated 3-grams in the output: {n}": "输出中重复出现的 3-gram：{n}",
+    "top 5 logits: {top}": "logit 最高的 5 个 token：{top}",
+    "top 5 after: {top}": "处理后 logit 最高的 5 个 token：{top}",
+    "greedy": "贪婪解码",
+    "token     c   logit   after": "token     c   logit  处理后",
+    "loss: {losses}": "logit 减少量：{losses}",
+    "last {n} tokens: {suffix} -> banned: {banned}": "最后 {n} 个 token：{suffix} → 被禁止：{banned}",
+    "rule                           dog logit  p(dog)  top token":
+        "规则                        dog 的 logit  p(dog)  logit 最大的 token",
+    "repetition 1.2": "重复惩罚 1.2",
+    "presence 0.5 + frequency 0.5": "存在惩罚 0.5 + 频率惩罚 0.5",
+    "no-repeat 3-gram": "禁止重复 3-gram",
+    "repeated 3-grams: {n:>2}   {text!r}": "重复的 3-gram：{n:>2}   {text!r}",
+    "no penalty": "不加惩罚",
+    "QA / code: repetition 1.05 + frequency 0.5": "问答 / 代码：重复惩罚 1.05 + 频率惩罚 0.5",
+    "creative: presence 0.3": "创意写作：存在惩罚 0.3",
+    # chapter 8
+    "sampling (T=1, seed 0)": "采样（T=1，随机种子 0）",
+    "beam search (k=3)": "束搜索（k=3）",
+    "total log p = {lp:8.3f}   {text!r}": "总 log p = {lp:8.3f}   {text!r}",
+    "beam ÷ greedy probability: e^{gap:.2f} = {ratio:.1f}×": "束搜索与贪婪解码的概率之比：e^{gap:.2f} = {ratio:.1f}×",
+    "step {n}": "第 {n} 步",
+    "   running   {score:8.3f}  {text!r}": "   运行中    {score:8.3f}  {text!r}",
+    "   finished  {score:8.3f}  {text!r}  (sum / length)": "   已完成    {score:8.3f}  {text!r}（和 / 长度）",
+    "    greedy              log p   beam search         log p":
+        "    贪婪解码            log p   束搜索              log p",
+    "sum  {greedy:>24.3f}   {beam:>25.3f}": "合计 {greedy:>24.3f}   {beam:>25.3f}",
+    "   score {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}":
+        "   得分 {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}",
+    "length      sum  {lps}  text": "  长度     总和  {lps}  文本",
+    "best at lp = {lp}: {text!r}": "lp = {lp} 时的胜者：{text!r}",
+    # chapter 9
+    "tokens        : {n}, last one {id} = {piece!r}": "token 数      : {n}，最后一个是 {id} = {piece!r}",
+    "this model's EOS ids: {ids} {pieces}": "本模型的 EOS id：{ids} {pieces}",
+    "with include_stop_str_in_output: {text!r}": "设置 include_stop_str_in_output 时：{text!r}",
+    "tokens: {tokens}": "各 token：{tokens}",
+    "pieces: {pieces}": "片段：{pieces}",
+    "step  token         p(EOS)  EOS masked?": "  步  token         p(EOS)  EOS 被屏蔽？",
+    "yes": "是",
+    "no": "否",
+    "{text!r} | finish reason: {reason}": "{text!r} | 结束原因：{reason}",
+    "token by token : {pieces}": "逐个 token：{pieces}",
+    "joined         : {text}": "拼接起来：{text}",
+    "stream pieces  : {pieces}": "流式片段：{pieces}",
+    "full text      : {text}": "完整文本：{text}",
+    # chapter 10
+    "qk + pv (bmm)": "qk 和 pv（bmm）",
+    # chapter 11
+    "Llama-2-7B: {params:.2f} B parameters, {gb:.1f} GB of weights in float16":
+        "Llama-2-7B：{params:.2f} B 个参数，float16 的权重共 {gb:.1f} GB",
+    "SmolLM2-135M: {params:.1f} M parameters, {mb:.0f} MB of weights in {dtype} (what runs here)":
+        "SmolLM2-135M：{params:.1f} M 个参数，{dtype} 的权重共 {mb:.0f} MB（这里运行的就是它）",
+    "batch 1: {flops:.2f} FLOPs per weight": "批大小 1：每个权重 {flops:.2f} FLOPs",
+    "{n} row(s) × LM head: {ms:5.1f} ms ({rate:,.0f} rows/s)": "{n} 行 × LM head：{ms:5.1f} ms（每秒 {rate:,.0f} 行）",
+    "prompt tokens: {lengths}": "提示词 token 数：{lengths}",
+    "output tokens: {lengths}": "输出 token 数：{lengths}",
+    # chapter 12
+    "Llama-2-7B, contiguous: {gib:.2f} GiB": "Llama-2-7B，连续缓存：{gib:.2f} GiB",
+    "Llama-2-7B, paged     : {gib:.2f} GiB": "Llama-2-7B，分页缓存：{gib:.2f} GiB",
+    "Llama-2-7B, one token: {mib:.2f} MiB": "Llama-2-7B，一个 token：{mib:.2f} MiB",
+    "pool: {blocks} blocks × {size} slots = {slots} slots": "池：{blocks} 个块 × 每块 {size} 个槽位 = {slots} 个槽位",
+    "block size {size:>2}: max |paged − contiguous| = {error:.0e}":
+        "块大小 {size:>2}：|分页 − 连续| 的最大值 = {error:.0e}",
+    "{n} tokens: contiguous {c_slots} slots = {c_mib:.2f} MiB, paged {p_slots} slots = {p_mib:.2f} MiB":
+        "{n} 个 token：连续缓存 {c_slots} 个槽位 = {c_mib:.2f} MiB，分页缓存 {p_slots} 个槽位 = {p_mib:.2f} MiB",
 }
