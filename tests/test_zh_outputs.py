@@ -64,8 +64,10 @@ QUOTED = re.compile(r"(?<![A-Za-z0-9])'[^'\n]*'|\"[^\"\n]*\"|“[^”\n]*”|‘
 CODE_LINE = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*[\w.]+[(\[]|def |class |return\b|assert |import |from \S+ import |@\w"
                        r"|(?:if|for|while|with|elif|else|try|except)\b.*:\s*(?:#.*)?$)")
 SPECIAL_TOKENS = re.compile(r"<\|\w+\|>")
-# an object's repr as Python prints it, `Name(…)` alone on its line (a module tree's "(gate_proj): Q4_1Linear(…)")
+# an object's repr as Python prints it, `Name(…)` alone on its line (a module tree's "(gate_proj): Q4_1Linear(…)"),
+# or over several lines, from `Name(` to the `)` under it, as PyTorch prints a module
 REPR = re.compile(r"^\s*(?:\(\w+\): )?[A-Z]\w*\(.*\)\s*$")
+REPR_OPENS = re.compile(r"^(\s*)(?:\(\w+\): )?[A-Z]\w*\($")
 # a shape's dimension names in brackets, as the code's shape comments write them: "= [batch, vocabulary]"
 SHAPE = re.compile(r"\[[A-Za-z_]\w*(?:, *[A-Za-z_]\w*)+\]")
 PRINTS_SOURCE = re.compile(r"getsource\(|\.SOURCE\b")  # a cell that prints the package's own code
@@ -84,6 +86,10 @@ ALLOWED = {
     # the entropy figure's legend: the two prompts the chapter calls "sure" and "open", as the model reads them
     ("06-logits-to-token", "The capital of France is"): "a prompt",
     ("06-logits-to-token", "Once upon a time, there was a"): "a prompt",
+    # the course notes' own code for Llama-7B's FLOPs, run as written, prints these lines (the Markdown beside it
+    # says so, and what each word means)
+    ("10-what-it-costs", "Prefill (1000 tokens): 4557.11"): "the course notes' code",
+    ("10-what-it-costs", "Single Decode step: 4.56"): "the course notes' code",
 }
 
 # An error a chapter shows on purpose, printed as the library (or PyTorch) writes it: (chapter, the run reported)
@@ -100,6 +106,7 @@ EXPLAINED = {
     # SamplingParams refuses sampling settings with beam search
     ("08-beam-search", "is deterministic and does not take"): "束搜索是确定性的，不接受 top_p",
     ("08-beam-search", "leave them at their defaults"): "请让这些参数保持默认值",
+    ("08-beam-search", "beam search"): "束搜索是确定性的，不接受 top_p",
 }
 
 def is_code(line: str) -> bool:
@@ -119,8 +126,14 @@ def is_code(line: str) -> bool:
 def english_sentences(text: str) -> list[str]:
     """The English runs in `text` (two words or more on a line with no Chinese, four beside Chinese), after quotes,
     shapes, code lines and special tokens are left out."""
-    found = []
+    found, closing = [], None  # closing: the line that ends the module repr being read
     for line in text.splitlines():
+        if closing is not None:
+            closing = None if line == closing else closing
+            continue
+        if opens := REPR_OPENS.match(line):
+            closing = opens.group(1) + ")"
+            continue
         if is_code(line):
             continue
         least = WORDS_BESIDE_CHINESE if HAN.search(line) else WORDS_ALONE
@@ -225,6 +238,7 @@ NOT_SENTENCES = [
     "logits: (1, 49152) = [batch, vocabulary]",              # a shape's dimension names
     "LanguageModel(SmolLM2-135M-Instruct: 134.5M parameters, 30 layers, device=cpu)",  # an object's repr
     "  (gate_proj): Q4_1Linear(576 → 1536, 0.53 MiB as stored)",  # a module tree's line
+    "Q4_1Linear(\n  576 → 1536, 0.53 MiB as stored, float32: 3.38 MiB, kernel int4\n  (impl): Int4()\n)",  # a module
     '      stopped(env, run(env["lm"], "Say hello.", 2).token_ids)',  # the failing line a check quotes
 ]
 
