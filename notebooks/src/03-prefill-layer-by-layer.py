@@ -342,7 +342,7 @@ sink = capture.probs[18][7:9, 1:, 0]  # heads 7 and 8, every query after the fir
 print(viz.tr("layer 18, heads 7–8: mean attention on the first token {mean:.3f}", mean=float(sink.mean())))
 print(viz.tr("layer 18, head 6: the last token ' is' → ' Paris' {p:.3f}", p=float(capture.probs[18][6, S - 1, 5])))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力浏览器"}, "say": true}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力探索器"}, "say": true}
 # The explorer below shows the same data for any layer and head: choose them in the two menus, **layer** and
 # **head**. It opens on
 # the previous-token head. Look for heads that attend to themselves (the diagonal), to the first token,

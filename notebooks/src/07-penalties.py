@@ -1,7 +1,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["**What you will see.**"]}
 # # Chapter 7 · Penalties
 #
-# **What you will see.** Greedy decoding on a small model falls into a loop — the same two tokens over and
+# **What you will see.** Greedy decoding on a small model falls into a loop — the same two words over and
 # over. We break the loop with each penalty in turn: the repetition penalty, the presence and frequency
 # penalties, and the no-repeat n-gram ban. Each one is computed by hand on the model's live logits and
 # checked against teachllm's implementation.
@@ -116,7 +116,7 @@ print(viz.tr("top 5 after: {top}", top=show_top(by_hand)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations with the penalty", "zh": "整段生成加上重复惩罚", "at": "With the penalty"}, "say": ["` dog` and `"]}
 # ` dog` and ` cat` lose about 3.4 each and land among ` fox`, ` sheep` and ` deer`, which were never
-# seen. ` dog` still leads by a hair — after six rounds the loop is strong — but its probability falls
+# seen. ` dog` still leads by a hair — ` dog, cat,` has occurred four times by now — but its probability falls
 # sharply (section 7.5 measures it). Because the penalty *divides*, a large logit loses more than a small
 # one: the comma loses 1.6, ` dog` 3.5. The tokens of the prompt (`List`, ` animals`, `:`) are penalised too.
 #
@@ -131,7 +131,7 @@ for r in (1.05, 1.2):
     print(f"r = {r}: {out.text!r}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "In Chinese: 写一句关于春天的话。", "zh": "中文请求：写一句关于春天的话。", "at": "**In Chinese.** The"}}
-# Even 1.05 breaks the two-token loop: the very first token is no longer ` dog`, because ` dog` is in the
+# Even 1.05 breaks the ` dog, cat,` loop: the very first token is no longer ` dog`, because ` dog` is in the
 # prompt. At 1.2 the comma itself — seen in the prompt, needed between every two animals — is
 # penalised hard enough that the model leaves the list format. The penalty cannot tell wanted
 # repetition from unwanted.

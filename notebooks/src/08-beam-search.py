@@ -48,9 +48,9 @@ def token_logprobs(prompt_ids, output_ids):
 #
 # | strategy | each step | result | good for |
 # | --- | --- | --- | --- |
-# | greedy decoding | take the most probable token | deterministic; best step by step, not the best sequence | short factual answers, code |
+# | greedy decoding | take the most probable token | deterministic; best step by step, not always the best sequence | short factual answers, code |
 # | sampling | draw a token from the (filtered) distribution | varied; can drift into incoherent text | chat, creative writing (chapter 6) |
-# | beam search | keep the *k* sequences with the highest summed log-probability | deterministic; more probable sequences, *k* times the work | translation, summarisation |
+# | beam search | keep the *k* sequences with the highest summed log-probability | deterministic; usually more probable sequences, *k* times the work | translation, summarisation |
 #
 # The three on one prompt, 8 tokens each, with the total log-probability of what they wrote:
 
@@ -239,7 +239,8 @@ except ValueError as error:
 # 1. Run beam search with *k* = 1, 2, 3 and 5 on "The capital of France is". Is *k* = 1 the same as greedy
 #    decoding? Does the total log-probability grow with *k*? Write `total_logprob(lm, prompt_ids, out_ids)`,
 #    the sum of log p of the tokens `out_ids` after `prompt_ids` from one forward pass, and use it to compare.
-#    Then set `k1_is_greedy` and `total_always_grows_with_k` to True or False.
+#    Then set `k1_is_greedy` and `total_always_grows_with_k` to True or False. (Call `teachllm.beam.beam_search`
+#    for *k* = 1: through `lm.generate`, `num_beams=1` means no beam search, and the default temperature samples.)
 # 2. Is beam search always at least as good as greedy decoding? Ask for a one-line poem about the sea, once
 #    greedy and once with beam search (*k* = 4, 30 tokens), and compare the average log-probability per
 #    token (what lp = 1 ranks by): write `mean_logprob(lm, prompt_ids, out_ids)` for it. Set

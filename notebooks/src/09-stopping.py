@@ -123,7 +123,7 @@ print(viz.tr("with include_stop_str_in_output: {text!r}", text=kept.text))
 #
 # A stop string is looked for in the decoded **text**, not in the token ids, because the same string can be
 # cut into tokens in many ways. To make the point we choose a stop string that starts inside one token and
-# ends inside the next: the last four characters of ` France` and the first three of ` is`.
+# runs on to the end of the next: the last four characters of ` France`, then all of ` is`.
 
 # %%
 texts = [tok.token_text(i) for i in answer.token_ids]

@@ -212,8 +212,8 @@ for out, stats in zip(run.outputs, run.requests, strict=True):
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "After iteration 1", "zh": "第 1 次迭代之后"}}
 # After iteration 1 three requests run. Requests 1 and 2 found request 0's first six blocks (24 tokens) in the
 # cache: their block tables start with the **same physical blocks** (green, reference count 3), and they
-# computed only the rest of their prompts. Each block table holds just the blocks its tokens need; the last
-# block of each is partly filled.
+# computed only the rest of their prompts. Each block table holds just the blocks its tokens need; its last
+# block is partly filled, unless the tokens happen to fill it (request 2's prompt fills its blocks exactly).
 
 # %% slide={"code": false}
 block_table_figure(run.timeline[1].block_tables, title=viz.tr("after iteration {i}", i=1), columns=14)
@@ -235,7 +235,7 @@ BlockTableView(run, start=1, columns=14)
 tables = {r.index: r.block_tables for r in run.timeline}
 growth = [(i, len(t["tables"][2])) for i, t in tables.items() if 2 in t["tables"]]
 changes = [(i, n) for k, (i, n) in enumerate(growth) if k == 0 or n != growth[k - 1][1]]
-print(viz.tr("request 2's blocks after iteration:"), ", ".join(f"{i} → {n}" for i, n in changes))
+print(viz.tr("request 2's blocks after iteration: {changes}", changes=", ".join(f"{i} → {n}" for i, n in changes)))
 finish = run.requests[0].finish_iteration
 last = tables[finish - 1]["tables"]
 own = sorted(set(last[0]).difference(*(t for rid, t in last.items() if rid != 0)))

@@ -320,7 +320,7 @@ ZH: dict[str, str] = {
     " p token        logical physical offset slot": " p token         逻辑块   物理块   偏移 槽位",
     "every layer: the key and value of position p are at slot(p), equal to the contiguous cache's":
         "每一层中，位置 p 的键和值都在 slot(p) 处，与连续缓存中的相同",
-    "request 2's blocks after iteration:": "请求 2 在各次迭代之后的块数（迭代 → 块数）：",
+    "request 2's blocks after iteration: {changes}": "请求 2 在各次迭代之后的块数（迭代 → 块数）：{changes}",
     "request 0 finished in iteration {finish}; the blocks only it held went back to the pool: {own}":
         "请求 0 在第 {finish} 次迭代结束；只由它持有的块回到了池中：{own}",
     "  block {block:>2}: next held by request {rid} from iteration {i}":
@@ -808,7 +808,7 @@ ZH: dict[str, str] = {
     "   score {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}":
         "   得分 {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}",
     "length      sum  {lps}  text": "  长度     总和  {lps}  文本",
-    "best at lp = {lp}: {text!r}": "lp = {lp} 时的胜者：{text!r}",
+    "best at lp = {lp}: {text!r}": "lp = {lp} 时得分最高：{text!r}",
     # chapter 9
     "tokens        : {n}, last one {id} = {piece!r}": "token 数      : {n}，最后一个是 {id} = {piece!r}",
     "this model's EOS ids: {ids} {pieces}": "本模型的 EOS id：{ids} {pieces}",
