@@ -27,6 +27,7 @@ import teachllm as tl
 from teachllm import viz
 from teachllm.viz import CacheGrowthView, cache_growth_figure
 from teachllm.viz.data import cache_point
+from teachllm.words import display_width
 
 viz.show_figures_offline()  # figures are drawn by JupyterLab's own plotly, nothing from a CDN
 torch.manual_seed(0)
@@ -94,7 +95,7 @@ print(viz.tr("new column (key 12) in the old rows: scores all -inf: {inf} | prob
 
 # %% slide={"code": [[1, 3], 12], "output": [[1, 4], [-3, -1]]}
 x, y = a.scores[0, head], b.scores[0, head]  # [12, 12], [13, 13]
-print(viz.pad(viz.tr("key →"), 7) + "".join(f"{j:>3}" for j in range(S + 1)))
+print(viz.pad(viz.tr("key →"), 9) + "".join(f"{j:>3}" for j in range(S + 1)))
 for i in range(S + 1):
     marks = []
     for j in range(S + 1):
@@ -254,7 +255,7 @@ print(viz.tr("allocated: {n:>2} slots  × {per_token:,} = {allocated:>9,} bytes 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The whole context: cache against weights", "zh": "整个上下文：缓存与权重"}}
 # A contiguous cache reserves `max_len` slots up front, used or not; chapter 12's paged cache reserves
 # memory in small blocks as the sequence grows. At the model's full context of 8,192 tokens, the cache of
-# one sequence is 377 MB in float32, close to the 538 MB of the weights themselves (in bfloat16, as on a GPU,
+# one sequence is 377 MB in float32, about seven tenths of the 538 MB of the weights themselves (in bfloat16, as on a GPU,
 # both are half as large):
 
 # %%
@@ -330,7 +331,7 @@ assert 32 * tl.cost.kv_cache_bytes(llama2_7b, 4096, dtype="float16") == 64 * 2**
 #
 # The cache is only worth having if it changes nothing. Generate 8 tokens greedily with prefill and decode
 # steps, then run `lm.forward` once over the prompt plus those tokens, with no cache. Row $S - 1 + i$ of the
-# uncached logits predicts the same token as decode step $i$:
+# uncached logits predicts the same token as step $i$ (step 0 is the prefill):
 
 # %% slide={"title": {"en": "Eight steps, cached and uncached", "zh": "八步生成：有缓存与无缓存"}, "code": [[3, 8], 10], "output": [[1, 4], [-3, -1]]}
 n_new = 8
@@ -350,7 +351,7 @@ for i, cached in enumerate(step_logits):
     close = float((uncached - cached).abs().max()) < tol.steps
     assert close and (same_token or tol.same_choice(uncached, cached, "steps"))  # or a near-tie, in 16 bits
     print(f"{i:>4}  {tok.token_text(generated[i])!r:<12}{str(same_token):>12}{str(close):>28}")
-print("generated:", repr(tok.decode(generated)))
+print(viz.tr("generated: {text!r}", text=tok.decode(generated)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "How much work the cache saves", "zh": "缓存省下多少计算"}, "say": ["(The two paths"]}
 # (The two paths add the same numbers in a different order, so the logits differ in the last bits of
@@ -441,10 +442,12 @@ else:
 params = tl.SamplingParams(temperature=0, max_tokens=12)
 points = [cache_point(step.index, step.phase, step.cache) for step in tl.generation_steps(lm, [ids], params)]
 phases = {"prefill": viz.tr("prefill"), "decode": viz.tr("decode")}
-for p in points[:3] + points[-1:]:
-    print(viz.tr("step {step:>2} ({phase}): {n:>2} of {capacity} slots, {used:>9,} bytes = formula {formula:>9,}",
-                 step=p.step, phase=viz.pad(phases[p.phase], 7), n=p.length, capacity=p.capacity, used=p.bytes_used,
-                 formula=p.formula_bytes))
+shown = points[:3] + points[-1:]
+labels = [viz.tr("step {step:>2} ({phase}): ", step=p.step, phase=phases[p.phase]) for p in shown]
+width = max(display_width(label) for label in labels)  # the columns after the labels line up
+for label, p in zip(labels, shown, strict=True):
+    print(viz.pad(label, width) + viz.tr("{n:>2} of {capacity} slots, {used:>9,} bytes = formula {formula:>9,}",
+                                         n=p.length, capacity=p.capacity, used=p.bytes_used, formula=p.formula_bytes))
 assert all(p.bytes_used == p.formula_bytes == p.length * per_token for p in points)
 print(viz.tr("growth per step: {growth:,} bytes = one token's K and V",
              growth=points[1].bytes_used - points[0].bytes_used))

@@ -77,7 +77,8 @@ print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 #
 # ## 5.2 One decode step by hand, for one layer
 #
-# The sketch of a decode step in *LLM Generation Process* §3.2, per layer:
+# The sketch of a decode step in *LLM Generation Process* §3.2, per layer (abridged, the comments shortened
+# and translated):
 #
 # ```python
 # q_new = layer.q_proj(hidden_states)          # [batch, 1, hidden]
@@ -239,7 +240,7 @@ for i, layer_probs in enumerate(capture.probs):  # [n_h, N, N] per layer, NaN wh
 print(viz.tr("{rows} rows (12 prefill + 6 decode) = the uncached forward's attention, in all {L} layers",
              rows=len(capture.token_ids), L=cfg.n_layers))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力浏览器"}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力探索器"}}
 # The explorer shows every layer and head of the same capture; it opens on layer 1, head 2.
 
 # %% slide={"code": [1, 3]}
@@ -295,6 +296,16 @@ for name, c in ((viz.tr("prefill, {n}-token prompt", n=S), tl.cost.prefill_cost(
 # prompt: 4.8 for these 12 tokens, 216.8 for 512. That is why the course notes call prefill compute-bound and
 # decode memory-bound. Prefill is compute-bound only once its prompt is long enough to pass the device's ridge
 # point; chapter 10 measures where that is, and both phases, on a roofline.
+#
+# **The idea behind speculative decoding.** Decode still cannot run its tokens in one call the way prefill
+# does: each step needs the token the step before chose (exercise 1). But since a decode step is
+# memory-bound, a call over a few tokens moves about the bytes of a call over one (the weights, read once;
+# compare the short prefill with the decode step above), so on a memory-bound device it takes about as long.
+# Speculative decoding spends that slack: a small, cheap *draft* model proposes several tokens one by one,
+# and the model checks them all in one forward pass, whose rows give its own choice after each of them. It
+# keeps the proposals up to the first one it would not have chosen and takes its own choice there, so one
+# pass of its weights yields one token or several; with greedy decoding the text is exactly the model's own.
+# Chapter 13 tries it on this model.
 #
 # ## Summary
 # - A decode step runs one token: q_new, k_new, v_new from its hidden state (RMSNorm, projections, RoPE at

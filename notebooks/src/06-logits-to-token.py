@@ -93,7 +93,8 @@ print(viz.tr("the tokens behind the '…' then hold {share:.0%} of the probabili
 for name, logits in (("sure", sure), ("open", open_)):
     probs = logits.softmax(dim=-1)  # [V]
     print(f"{name}: {top_tokens(logits)}")
-    print(f"      sum = {float(probs.sum()):.4f}, entropy = {viz.data.entropy_bits(logits):.3f} bits")
+    print("      " + viz.tr("sum = {total:.4f}, entropy = {bits:.3f} bits", total=float(probs.sum()),
+                            bits=viz.data.entropy_bits(logits)))
 shifted = (open_ + 100.0).softmax(dim=-1)
 print("softmax(logits + 100) == softmax(logits):", torch.allclose(shifted, open_.softmax(dim=-1), atol=1e-6))
 
@@ -123,13 +124,13 @@ for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
 #
 # $$p_i = \frac{\exp(z_i / T)}{\sum_j \exp(z_j / T)}$$
 #
-# *LLM Generation Process* §4.3 sums up its effect:
+# *LLM Generation Process* §4.3 sums up its effect (the table translated):
 #
 # | temperature | effect | used for |
 # | --- | --- | --- |
-# | T < 1 | differences grow: sharper, more deterministic | factual answers |
-# | T = 1 | the model's own distribution | general use |
-# | T > 1 | differences shrink: flatter, more varied | creative writing |
+# | T < 1 | more deterministic, favouring likely tokens | factual answers |
+# | T = 1 | the original distribution | general use |
+# | T > 1 | more random, more varied | creative writing |
 #
 # Here is the "open" prompt at several temperatures. The lecture's rules of thumb are T = 0.1–0.5 for
 # summaries and question answering, T = 0.7–1.3 for creative writing and brainstorming.
@@ -184,8 +185,8 @@ a, b = torch.topk(open_, 2).indices.tolist()  # the two most likely tokens
 for label, logits in ((viz.tr("model"), open_), (viz.tr("after top-k = {k}", k=10), sampling.apply_top_k(open_, 10)),
                       (viz.tr("after T = {T}", T=0.5), sampling.apply_temperature(open_, 0.5))):
     p = logits.softmax(dim=-1)
-    print(f"{viz.pad(label, 18)} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}"
-          f"   odds = {float(p[a] / p[b]):.3f}")
+    print(f"{viz.pad(label, 18)} p({tok.token_text(a)!r}) = {float(p[a]):.3f}   p({tok.token_text(b)!r}) = {float(p[b]):.3f}   "
+          + viz.tr("odds = {odds:.3f}", odds=float(p[a] / p[b])))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Top-k raises both"]}
 # Top-k raises both probabilities but keeps their odds (1.18). T = 0.5 squares them (1.18² ≈ 1.39).
@@ -202,7 +203,7 @@ names = ["A", "B", "C", "D", "E"]
 after = sampling.apply_top_k(notes_logits, 3).softmax(dim=-1)
 print(viz.pad(viz.tr("original:"), 11), end="")
 show(notes_probs, names, 2)
-print(viz.pad("top-3:", 11), end="")
+print(viz.pad(viz.tr("top-3:"), 11), end="")
 show(notes_probs.masked_fill(after == 0, 0), names, 2)
 print(viz.pad(viz.tr("normalised:"), 11), end="")
 show(after, names, 2)
@@ -235,8 +236,9 @@ print(viz.tr("words drawn in {n} samples:", n=len(draws)), sorted({course_words[
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": "Two details from"}}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
 #
-# Two details from transformers' `TopKLogitsWarper`, which teachllm follows: k counts logits, and every
-# token that ties with the k-th largest logit survives; k = 0 switches top-k off.
+# Two details from transformers' `TopKLogitsWarper`, which teachllm follows: k sets a threshold, the k-th
+# largest logit, and every token whose logit reaches it survives, so a token that ties with the k-th
+# largest logit is kept too; k = 0 switches top-k off.
 
 # %%
 tied = torch.tensor([0.40, 0.20, 0.15, 0.15, 0.10]).log()
@@ -280,8 +282,9 @@ show(after, names, 3)
 # After three tokens the cumulative probability is 0.85, not yet 0.9. The fourth token crosses 0.9 and is
 # **kept**, so the nucleus holds 0.95. transformers writes the rule the other way round, and teachllm
 # follows it: sort the tokens from least to most likely, and remove those whose cumulative sum is $\le 1 - p$.
-# The most likely token always survives. The reference example has [.1, .2, .3, .4] and p = 0.6, and
-# both .3 and .4 survive:
+# The most likely token always survives. The example teachllm's tests check against transformers'
+# `TopPLogitsWarper` (`test_top_p_keeps_the_boundary_token` in `tests/test_sampling.py`) has [.1, .2, .3, .4]
+# and p = 0.6, and both .3 and .4 survive:
 
 # %%
 ref_probs = torch.tensor([0.1, 0.2, 0.3, 0.4])
@@ -290,8 +293,8 @@ for p in (0.3, 0.5, 0.75, 0.9, 0.96):
     print(viz.tr("notes example, p = {p:<4}: {n} tokens kept", p=p, n=int(sampling.apply_top_p(notes_logits, p).isfinite().sum())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The same p on live logits", "zh": "真实 logits 上的同一个 p"}}
-# On the live logits, the same p keeps a handful of tokens after the "sure" prompt and hundreds after the
-# "open" one:
+# On the live logits, the same p keeps one to two orders of magnitude fewer tokens after the "sure" prompt
+# than after the "open" one (at p = 0.9, 10 against 698):
 
 # %%
 for p in (0.5, 0.9, 0.95):
@@ -354,7 +357,8 @@ hf_out = hf_processors(torch.tensor([open_ids], device=lm.device), open_[None].c
 ours = sampling.process_logits(open_, tl.SamplingParams(**settings), open_ids, [])  # [V]
 assert torch.equal(hf_out.isfinite(), ours.isfinite())
 assert torch.allclose(hf_out[ours.isfinite()], ours[ours.isfinite()], atol=1e-5)
-print(viz.tr("same {n} surviving tokens, same logits: {top}", n=int(ours.isfinite().sum()), top=top_tokens(ours, 5)))
+print(viz.tr("same {n} surviving tokens, same logits (the top 5 tokens' probabilities: {top})",
+             n=int(ours.isfinite().sum()), top=top_tokens(ours, 5)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Top-k and top-p together", "zh": "top-k 与 top-p 同时使用"}}
 # **Top-k and top-p together** (the lecture's "top-k + top-p sampling"). transformers applies top-k first,
@@ -414,8 +418,8 @@ for name, logits in (("sure", sure), ("open", open_)):
     print(viz.tr("{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}", name=name, n_hf=n_hf,
                  n_vllm=n_vllm))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Logits that are not numbers", "zh": "不是数的 logits"}, "say": true}
-# **Logits that are not numbers.** A broken model can hand out NaN, and a caller may want one token to be
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Logits that are not finite", "zh": "非有限值的 logits"}, "say": true}
+# **Logits that are not finite (NaN and ±inf).** A broken model can hand out NaN, and a caller may want one token to be
 # certain. Every rule above, and greedy decoding, follows one policy (`sampling.settle`). NaN is an error
 # that names the row: no probability follows from it. +inf means "this token is certain": the row keeps only
 # that token, and several +inf tokens share the probability. −inf is a token already ruled out; a row in
@@ -446,8 +450,9 @@ for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.in
 # | creative writing | 1.0–1.2 | 0.95 | 50 | `creative` |
 # | brainstorming | 1.5–2.0 | 0.98 | 100 | `brainstorm` |
 #
-# Each preset on the same chat prompt, with the same random seed. The first two columns describe the first
-# step: how many tokens survive the filters, and the entropy of what is left.
+# Each preset on the same chat prompt, with the same random seed (`greedy` is greedy decoding). The two
+# columns after the name describe the first step: how many tokens survive the filters, and the entropy of what
+# is left.
 
 # %% slide={"code": false, "output": false}
 for name, preset in viz.PRESETS.items():
@@ -492,7 +497,7 @@ for T in (0.7, 1.0, 1.3, 1.5, 2.0):
 # The score falls with every step up in temperature: −0.99 nats per token at T = 0.7, −2.16 at 1.0,
 # −2.85 at 1.3, −4.92 at 2.0. Read the texts too: at 1.3 and 1.5 the model already invents a material
 # ("smolyum"), and at 2.0 the sentence drifts away from the question. For a 135M model, the lecture's
-# range is the one it supports, and its lower half at that; the table's 1.5–2.0 assumes a larger model,
+# range is the one it supports, and its lower half at that; the table's 1.5–2.0 is probably meant for larger models,
 # whose distributions are sharper to begin with, so the same temperature flattens them less. Change the
 # random seed and run again to see how much of this comes from the random seed.
 #
@@ -507,7 +512,7 @@ labels_of = viz.labeller(tok)  # ids → readable token labels
 d = viz.distribution(q_logits, tl.SamplingParams(**viz.PRESETS["chat"]), q_ids, labels_of=labels_of)
 viz.distribution_figure(d)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The distribution explorer", "zh": "分布浏览器"}, "say": true}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The distribution explorer", "zh": "分布探索器"}, "say": true}
 # Then the explorer. It runs the model once and, when a slider moves, reruns `process_logits` on the same
 # logits. Pick a preset, move temperature, top-k, top-p and min-p, and press *sample* to draw a token with
 # the random seed shown.

@@ -309,7 +309,6 @@ ZH: dict[str, str] = {
     "k = 3 with a tie at the boundary keeps {n} tokens": "k = 3，边界上有并列时保留 {n} 个 token",
     "top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}":
         "top-p {p}：“sure”提示词保留 {n_sure:>4} 个 token，“open”提示词保留 {n_open:>5} 个",
-    "same {n} surviving tokens, same logits: {top}": "留下的 {n} 个 token 相同，logits 也相同：{top}",
     "batch  ms per step  decode rate  × batch 1": " 批次      每步 ms     解码速率 相对批次 1",
     "both policies give every request the same tokens": "两种策略给每个请求生成的 token 都相同",
     "{n} requests part between the policies, each at a near-tie": "有 {n} 个请求在两种策略下分开，每处都是近乎并列",
@@ -361,7 +360,7 @@ ZH: dict[str, str] = {
     "prompt {prompt:>4}, {n} new tokens: without a cache {without:6.2f} TFLOP, with it {cached:6.3f} "
     "TFLOP ({ratio:4.1f}× less)":
         "提示词 {prompt:>4} 个 token，生成 {n} 个新 token：不用缓存 {without:6.2f} TFLOP，用缓存 {cached:6.3f} "
-        "TFLOP（少 {ratio:4.1f} 倍）",
+        "TFLOP（不用缓存的计算量是用缓存的 {ratio:4.1f} 倍）",
     "without a cache": "不用缓存",
     "with the cache": "用缓存",
     "{name} {flops:6.3f} GFLOP, {mb:5.1f} MB moved": "{name} {flops:6.3f} GFLOP，搬运 {mb:5.1f} MB",
@@ -673,14 +672,14 @@ ZH: dict[str, str] = {
     "original:": "原始：",
     "kept mass {kept:.2f}; 0.40 / {kept:.2f} = {p:.2f}": "保留的概率 {kept:.2f}；0.40 / {kept:.2f} = {p:.2f}",
     "p = 0.6 keeps {kept}": "p = 0.6 时保留：{kept}",
-    "notes example, p = {p:<4}: {n} tokens kept": "课程资料的例子，p = {p:<4}：保留 {n} 个 token",
+    "notes example, p = {p:<4}: {n} tokens kept": "课程资料的例子：p = {p:<4} 时保留 {n} 个 token",
     "T = {T}: top-p 0.9 keeps {n:>5} tokens": "T = {T}：top-p 0.9 保留 {n:>5} 个 token",
     "{name}: top token p = {top:.3f}, min-p 0.1 keeps tokens with p ≥ {threshold:.4f}: {n} tokens":
         "“{name}”：最高的概率 p = {top:.3f}，min-p 0.1 保留 p ≥ {threshold:.4f} 的 token：{n} 个",
     "top-k, then top-p (transformers):": "先 top-k 再 top-p（transformers）",
     "top-p, then top-k:": "先 top-p 再 top-k",
     "transformers: top-p 0.8, then min-p 0.3:": "transformers：先 top-p 0.8，再 min-p 0.3：",
-    "vLLM:         min-p 0.3, then top-p 0.8:": "vLLM        ：先 min-p 0.3，再 top-p 0.8：",
+    "vLLM:         min-p 0.3, then top-p 0.8:": "vLLM：        先 min-p 0.3，再 top-p 0.8：",
     "min-p thresholds: transformers 0.3 × {hf:.2f} = {hf_min:.2f}, vLLM 0.3 × {vllm:.2f} = {vllm_min:.2f}":
         "min-p 的阈值：transformers 0.3 × {hf:.2f} = {hf_min:.2f}，vLLM 0.3 × {vllm:.2f} = {vllm_min:.2f}",
     "{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}":
@@ -688,6 +687,18 @@ ZH: dict[str, str] = {
     "top-p 0.5 keeps token(s)": "top-p 0.5 保留的 token：",
     "| greedy picks": "| 贪婪解码选中",
     "| sampling picks": "| 采样选中",
+    # ---- the Chinese reviewer's fixes, chapters 4–6
+    # chapter 4
+    "generated: {text!r}": "生成的文本：{text!r}",
+    "step {step:>2} ({phase}): ": "第 {step:>2} 步（{phase}）：",
+    "{n:>2} of {capacity} slots, {used:>9,} bytes = formula {formula:>9,}":
+        "{capacity} 个槽位用了 {n:>2} 个，{used:>9,} 字节 = 公式给出的 {formula:>9,}",
+    # chapter 6
+    "sum = {total:.4f}, entropy = {bits:.3f} bits": "概率和 = {total:.4f}，熵 = {bits:.3f} 比特",
+    "odds = {odds:.3f}": "比值 = {odds:.3f}",
+    "top-3:": "top-3 后：",
+    "same {n} surviving tokens, same logits (the top 5 tokens' probabilities: {top})":
+        "留下的 {n} 个 token 相同，logits 也相同（前 5 个 token 的概率：{top}）",
     # ---- the lines issue 37 found with numbers between their words (tests/test_zh_outputs.py), by chapter
     # chapter 1
     "sum of all {n} probabilities: {total:.4f}": "全部 {n} 个概率之和：{total:.4f}",
@@ -728,8 +739,6 @@ ZH: dict[str, str] = {
     "n_kv = {n_kv}: {size:>7,} bytes per token": "n_kv = {n_kv}：每个 token {size:>7,} 字节",
     "model                    L  n_kv    d   per token  4,096 tokens   weights":
         "模型                     L  n_kv    d   每 token 4,096 个 token      权重",
-    "step {step:>2} ({phase}): {n:>2} of {capacity} slots, {used:>9,} bytes = formula {formula:>9,}":
-        "第 {step:>2} 步（{phase}）：{capacity} 个槽位用了 {n:>2} 个，{used:>9,} 字节 = 公式给出的 {formula:>9,}",
     "growth per step: {growth:,} bytes = one token's K and V": "每步增长：{growth:,} 字节 = 一个 token 的 K 和 V",
     # chapter 5
     "prefill of {S} tokens → {token!r};": "预填充 {S} 个 token → {token!r}；",
