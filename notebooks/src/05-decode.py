@@ -213,7 +213,7 @@ print(repr(tok.decode(generated)))
 # %%
 result = lm.generate(ids, tl.SamplingParams(temperature=0, max_tokens=10))
 assert result.token_ids == generated
-print(repr(result.text), viz.tr("| finish reason:"), result.finish_reason)
+print(repr(result.text), viz.tr("| finish reason: {reason}", reason=result.finish_reason))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5.4 Decode rows in the attention pattern

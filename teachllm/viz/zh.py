@@ -749,7 +749,6 @@ ZH: dict[str, str] = {
         "手算的第 1 层输出与解码步的相同；缓存的 12 号槽位存着 k_new 和 v_new",
     "  fed {fed!r:<11} cache length {n:>2} → next {chosen!r}": "  送入 {fed!r:<11} 缓存长度 {n:>2} → 下一个 {chosen!r}",
     "prefill: cache length {n} → first token {first!r}": "预填充：缓存长度 {n} → 第一个 token {first!r}",
-    "| finish reason:": "| 结束原因：",
     # chapter 6
     "uniform over all {n:,} tokens: {bits:.3f} bits": "在全部 {n:,} 个 token 上均匀分布：{bits:.3f} 比特",
     "at T = 100 the entropy is {gap:.4f} bits below uniform": "T = 100 时，熵比均匀分布低 {gap:.4f} 比特",
