@@ -567,8 +567,8 @@ print(viz.tr("the roof caps decode's share here at intensity ÷ ridge = {intensi
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # Read the verdicts above: they are this run's. Decode's share cannot be high on any machine: below the
 # ridge the roof caps it at $\text{intensity} / \text{ridge}$ (the last line), and a real step stays under
-# the roof. A decode share of a few percent supports the interview answer's text ("below 20%") rather than the
-# 10–30% of both tables. Prefill's share depends on how busy the machine is: on a quiet one a long prefill
+# the roof. A decode share no larger than that cap supports the interview answer's text ("below 20%") rather than
+# the 10–30% of both tables. Prefill's share depends on how busy the machine is: on a quiet one a long prefill
 # comes near the peak, since it runs the very matmuls the peak was measured on, and the verdicts say which
 # document's range it lands in; on a shared one it falls short of both. Two cautions: the course notes speak of GPUs
 # serving large models, and their "GPU utilisation" is often the busy time a tool such as `nvidia-smi`
@@ -670,8 +670,9 @@ for r in rows:
 # The two metrics of chapter 1 follow from all this:
 # - **TTFT** (time to first token) is mostly one prefill. Past the ridge (10.8) prefill is compute-bound, so TTFT
 #   grows with the prompt's FLOPs: roughly linearly in its length, and faster once attention matters.
-# - **TPOT** (time per output token) is one decode step. A step is memory-bound, so at batch 1 it costs
-#   about one read of the weights and the cache. $1 / \text{TPOT}$ is the **decode rate**.
+# - **TPOT** (time per output token) is one decode step. A step is memory-bound, so at batch 1 it cannot be
+#   shorter than one read of the weights and the cache (the next cell shows how far this CPU is from that bound).
+#   $1 / \text{TPOT}$ is the **decode rate**.
 # - **tokens/s**, as chapter 1 defines it (`Metrics.tokens_per_s`), is
 #   $\text{output tokens} / \text{end-to-end time}$, TTFT included, so it is below the decode rate; the
 #   shorter the answer, the more. A server's throughput is $\text{batch} / \text{step time}$, which batching
@@ -814,7 +815,10 @@ viz.figures.precision_roofline_figure(cpu, rows)
 # the ridge: fewer bytes per weight move a step along the sloped, memory-bound part of the roof, and the
 # 4-bit model is several times faster than float32 here (the table gives this run's factor). bfloat16 halves
 # the bytes, but how much of that becomes speed depends on how well the CPU's matmul kernels handle
-# bfloat16 (the table shows this machine). None of them reaches its circle, for the reason of 10.8: a step
+# bfloat16 (the table shows this machine). How near each dot comes to its circle is the × bandwidth column, and a
+# dot may even pass its circle: the bandwidth is measured only roughly, by one timed copy that reads and writes,
+# with this chapter's threads, on a shared machine, while a decode step mostly reads, on one thread. Here the
+# circle is an estimate, not a strict upper bound. A dot far from its circle is so for the reason of 10.8: a step
 # is hundreds of small operations.
 #
 # **Prefill and decode take the same path.** The 4-bit kernel was faster than float32 MKL at every prompt
@@ -875,8 +879,8 @@ assert per["Chinese"][0] < per["English"][0] and per["Chinese"][1] > 2 * per["En
 # once the first piece is chosen the others are easy to guess, which pulls the average per token down. Shared
 # out over the bytes of the text, a measure that does not depend on how the text was cut, the Chinese
 # paragraph costs the model 2.4 times as many bits. Compare languages, and tokenizers, per byte, never per
-# token. The bfloat16 and 4-bit columns above compare what they were made for: each precision against float32,
-# on the same paragraph.
+# token. The bfloat16 and 4-bit rows of the quality table above compare what they were made for: each precision
+# against float32, on the same paragraph.
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Wide vectors against narrow ones", "zh": "宽向量与窄向量", "at": "With wide vectors"}}
 # ### Which kernel is fastest depends on the CPU

@@ -88,18 +88,21 @@ for r in rows:
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three things to look for", "zh": "表中要看的三点"}, "say": ["Three things to", "(This notebook runs"]}
 # Three things to look for in the table.
 #
-# - **From batch 2 to batch 8 a step costs about the same.** That is the memory-bound regime: the weights
-#   are read once per step, whatever the batch, and the few extra multiply-adds per weight fit in the
-#   time the read takes. Throughput grows almost in proportion to the batch.
+# - **From batch 2 to batch 8 a step costs far less than four times as much.** That is the memory-bound regime:
+#   the weights are read once per step, whatever the batch, and most of the few extra multiply-adds per weight
+#   fit in the time the read takes. So four times the batch gives well over twice the decode rate.
 # - **Batch 2 costs more than batch 1**, so its throughput is barely higher. That is not the model but
 #   the matrix kernel: with one row, every weight matrix meets a single vector, and PyTorch calls a
 #   *matrix–vector* product (GEMV), a kernel written to stream the weights as fast as memory allows. From
 #   two rows on it calls a *matrix–matrix* product (GEMM), tuned for large square blocks, which on thin
 #   [2, 576] inputs reads the same weights several times more slowly. The next cell times the largest
 #   matrix, the LM head ([576 × 49,152]), with 1, 2 and 8 rows.
-# - **Past 8 or 16 the step time grows**: the arithmetic starts to count. A CPU's ridge point is low
-#   (chapter 10), so decode becomes compute-bound at a small batch; a GPU's is hundreds of FLOPs per
-#   byte, and its batch can grow much further before that happens.
+# - **Past 8 or 16 the step time grows.** Not because there are more weights to read: at batch 32 a step moves
+#   under a tenth more bytes than at batch 1 (the first table). Two costs grow with the batch instead.
+#   Attention shares nothing across the batch: each sequence reads its own K and V. And the matrix kernels do
+#   the extra multiply-adds slowly on inputs only a few rows thick, far from the speed they reach on large
+#   blocks, so the arithmetic no longer hides inside the weight read. On a GPU, whose ridge point is hundreds
+#   of FLOPs per byte, the batch can grow much further before that happens.
 #
 # (This notebook runs on one thread, `torch.set_num_threads(1)`, so a busy machine disturbs it less. With
 # more threads every step is faster, but small matrices gain little from them.)

@@ -189,8 +189,10 @@ print(" ".join(viz.tr("[doc {n}]", n=starts[p]) + repr(tok.token_text(context[p]
 #
 # ## 13.3 Speculative decoding
 #
-# Decode is memory-bound: a forward call over 4 tokens costs little more than over 1, since the weights are
-# read once either way (chapter 11). Speculative decoding spends that slack: a cheap **draft** model proposes
+# Decode is memory-bound: on a GPU, whose ridge point is hundreds of FLOPs per byte, a forward call over 4 tokens
+# costs about as much as one over 1, since the weights are read once either way. Not on this CPU: chapter 11
+# times decode steps by batch size here, and the end of this section comes back to it. Speculative decoding
+# spends that slack: a cheap **draft** model proposes
 # $\gamma$ tokens one by one, and the model (the **target**) checks them all in **one** call over $\gamma + 1$
 # tokens. With greedy decoding:
 #
