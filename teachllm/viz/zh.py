@@ -309,7 +309,7 @@ ZH: dict[str, str] = {
     "k = 3 with a tie at the boundary keeps {n} tokens": "k = 3，边界上有并列时保留 {n} 个 token",
     "top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}":
         "top-p {p}：“sure”提示词保留 {n_sure:>4} 个 token，“open”提示词保留 {n_open:>5} 个",
-    "batch  ms per step  decode rate  × batch 1": " 批次      每步 ms     解码速率 相对批次 1",
+    "batch  ms per step  decode rate  × batch 1": "批大小     每步 ms     解码速率 × 批大小 1",
     "both policies give every request the same tokens": "两种策略给每个请求生成的 token 都相同",
     "{n} requests part between the policies, each at a near-tie": "有 {n} 个请求在两种策略下分开，每处都是近乎并列",
     "            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency":
