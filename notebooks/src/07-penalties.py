@@ -115,8 +115,8 @@ assert torch.equal(by_hand, apply_repetition_penalty(logits, history, r))  # tea
 print(viz.tr("top 5 after: {top}", top=show_top(by_hand)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations with the penalty", "zh": "整段生成加上重复惩罚", "at": "With the penalty"}, "say": ["` dog` and `"]}
-# ` dog` and ` cat` lose about 3.4 each and land among ` fox`, ` sheep` and ` deer`, which were never
-# seen. ` dog` still leads by a hair — ` dog, cat,` has occurred four times by now — but its probability falls
+# ` dog` and ` cat` lose about 3.4 each and come down to just above ` fox`, ` sheep` and ` deer`, which were
+# never seen. ` dog` still leads by a hair — ` dog, cat,` has occurred four times by now — but its probability falls
 # sharply (section 7.5 measures it). Because the penalty *divides*, a large logit loses more than a small
 # one: the comma loses 1.6, ` dog` 3.5. The tokens of the prompt (`List`, ` animals`, `:`) are penalised too.
 #

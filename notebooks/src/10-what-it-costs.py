@@ -411,7 +411,8 @@ roofline_view
 # far shorter than an H100 needs is then already compute-bound (a cell further down gives the length here), and
 # batch-1 decode, at 0.5 FLOP per byte, is deep in the memory-bound region.
 #
-# Usually the points do not reach the roof, and decode falls furthest short. A decode step runs hundreds of
+# Usually the points do not reach the roof (compare the table's GFLOP/s with its roof). A decode step runs
+# hundreds of
 # small operations (in every layer: norms, projections, RoPE, attention and MLP), each with its own Python and
 # dispatch cost, and few of them are large enough to keep memory busy. The roof is an upper bound, not a
 # prediction.
@@ -543,7 +544,8 @@ for name, p in (("prefill", p_pre), ("decode", p_dec)):
                  bound=viz.tr(device.bound(p.intensity)), intensity=p.intensity, ridge=device.ridge))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the clock says", "zh": "计时说明什么"}}
-# Prefill's share of the peak is many times decode's: decode spends its time reading weights. That is what
+# Prefill's share of the peak is many times decode's: decode does little arithmetic per byte it reads. That is
+# what
 # the table of *LLM Generation Process* says. The exact percentages are this machine's, and on a shared
 # CPU they move from run to run. Prefill's share stays at or below 100%: the peak is the fastest of the
 # model's own matmuls, with the same threads.
@@ -901,7 +903,7 @@ assert per["Chinese"][0] < per["English"][0] and per["Chinese"][1] > 2 * per["En
 # not guess. With `kernel="auto"`, the default, it times each group of same-shaped matrices on each kernel, once
 # on this machine, inside a whole step's worth of matrix calls (so that the weights come from memory, as in a
 # real step). It keeps the fastest (on a near-tie, the one closest to float32) and saves the choice for later
-# loads (`teachllm.fastpath.kernels`; a few seconds, once). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
+# loads (`teachllm.fastpath.kernels`; once: `describe()` below says how long it took). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
 # int8 with one scale per row and fbgemm's dynamic int8 leave that bound (`tests/test_kernels.py` measures both
 # and asserts it), so they are there only to force and compare. `describe()` prints this machine's choice: its
 # CPU and instruction set, then one row per group with the milliseconds its matrices took in a step on each

@@ -97,7 +97,7 @@ for r in rows:
 #   two rows on it calls a *matrix–matrix* product (GEMM), tuned for large square blocks, which on thin
 #   [2, 576] inputs reads the same weights several times more slowly. The next cell times the largest
 #   matrix, the LM head ([576 × 49,152]), with 1, 2 and 8 rows.
-# - **Past 8 or 16 the step time grows.** Not because there are more weights to read: at batch 32 a step moves
+# - **Further on, the step time grows with the batch.** Not because there are more weights to read: at batch 32 a step moves
 #   under a tenth more bytes than at batch 1 (the first table). Two costs grow with the batch instead.
 #   Attention shares nothing across the batch: each sequence reads its own K and V. And the matrix kernels do
 #   the extra multiply-adds slowly on inputs only a few rows thick, far from the speed they reach on large
@@ -372,7 +372,8 @@ for name, run in chunk_runs.items():
 #    the request whose prompt is being prefilled get a sampled token in each of them?
 # 2. With `max_num_seqs=1`, what do static and continuous batching become? Predict the number of iterations
 #    for the first four requests of the workload, then run both. Write `iterations_one_at_a_time(max_tokens)`,
-#    the iterations needed for requests that want `max_tokens[i]` output tokens each, and set
+#    the total number of iterations to serve, one at a time, requests that want `max_tokens[i]` output tokens
+#    each, and set
 #    `static_same_as_continuous` to True or False.
 # 3. Run `long_prompt_joins(True, budget)` with budgets of 8, 32 and 128. How do the long prompt's TTFT (in
 #    iterations) and the largest iteration change? What would you choose for a chat service? Write
