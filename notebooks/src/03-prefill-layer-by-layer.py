@@ -220,8 +220,8 @@ prev = torch.stack([pattern[i, i - 1] for i in range(1, S)])
 print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev.mean())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["In all rows but"]}
-# In all rows but one (the `.`, which looks at itself) the largest weight sits one place left of the
-# diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token $i - 1$ into
+# In all rows but row 0 (nothing before it) and the `.` (which looks at itself) the largest weight sits one
+# place left of the diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token $i - 1$ into
 # token $i$'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
 #
 # ## 3.4 One head by hand
@@ -356,8 +356,8 @@ explorer
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["teachllm's real code"]}
 # ## 3.7 The course notes' prefill sketch and teachllm's code *(optional)*
 #
-# *LLM Generation Process* §2.3 sketches prefill like this (comments translated; blank lines and the comments that
-# only name a step dropped, the rest moved to the ends of the lines):
+# *LLM Generation Process* §2.3 sketches prefill like this (abridged: comments translated; blank lines, ellipses and
+# most comments that only name a step dropped, the rest merged and moved to the ends of the lines):
 #
 # ```python
 # def prefill(model, input_ids, kv_cache):

@@ -246,7 +246,7 @@ print(viz.tr("k = 3 with a tie at the boundary keeps {n} tokens", n=int(sampling
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A fixed k on live logits", "zh": "真实 logits 上固定的 k"}}
 # The weakness of top-k is that k is fixed. On the live logits, the same k keeps most of the probability
-# after the "sure" prompt and only a small part of it after the "open" one:
+# after the "sure" prompt and much less of it after the "open" one:
 
 # %%
 for name, logits in (("sure", sure), ("open", open_)):
