@@ -236,3 +236,40 @@ def test_a_comment_with_no_translation_stops_the_build():
     with pytest.raises(translations.TranslationError, match="'your new hint'"):
         translations.localise_comments("x = 1  # your new hint\n", {"Exercise 1: your answer here.": "练习 1"})
     assert translations.localise_comments("x = 1  # NBVAL_IGNORE_OUTPUT", {}) == "x = 1  # NBVAL_IGNORE_OUTPUT"
+
+
+# A line break inside a paragraph is a space to the browser, and Chinese puts no space between two characters:
+# "分词器把文本\n变成 id" reads "分词器把文本 变成 id" in JupyterLab and in the book. Outside code fences, a Chinese
+# paragraph is one line.
+CJK = r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef“”‘’…—]"
+SOFT_BREAK = re.compile(rf"^(?![ \t]*(?:#|\||<!--|```|:::))[^\n]*{CJK}\n[ \t]*(?!不写作){CJK}", re.M)
+
+
+def soft_breaks(text: str) -> list[str]:
+    """The lines of `text` (Markdown) that end between two Chinese characters, outside ``` fences (the glossary's
+    fence included: its definitions are paragraphs too)."""
+    found, inside = [], None  # None, "code" or "glossary": the fence the block is in
+    for block in re.split(r"^(```.*)$", text, flags=re.M):
+        if block.startswith("```"):
+            inside = None if inside else ("glossary" if block.startswith("```{glossary}") else "code")
+            continue
+        if inside == "glossary":  # a term's names stand one to a line; only its indented definition is a paragraph
+            block = re.sub(r"^\S.*$", "", block, flags=re.M)
+        if inside != "code":
+            found += [m.group().split("\n")[0][-20:] for m in SOFT_BREAK.finditer(block)]
+    return found
+
+
+def test_no_chinese_paragraph_breaks_between_two_characters():
+    pages = sorted(translations.SOURCES.glob("*.zh.md")) + sorted((ROOT / "book" / "zh").glob("*.md"))
+    problems = [f"{p.relative_to(ROOT)}: …{line}" for p in pages for line in soft_breaks(p.read_text(encoding="utf-8"))]
+    assert not problems, "join these lines (a browser shows the break as a space):\n" + "\n".join(problems)
+
+
+def test_the_soft_break_check_catches_a_planted_break_and_spares_headings_tables_and_code():
+    assert soft_breaks("分词器把文本\n变成 id。\n") == ["分词器把文本"]
+    assert soft_breaks("```{glossary}\n术语\nterm\n  第一行，\n  第二行。\n```\n") == ["  第一行，"]
+    assert soft_breaks("```{glossary}\n术语\n别名\nterm\n  定义。\n  不写作：词。\n```\n") == []
+    assert soft_breaks("## 小测验\n用本章内容检验。\n| 表头 |\n| 内容 |\n```python\n# 注释\n中文\n```\n") == []
+    assert soft_breaks("课程 `lm`\n变成 id。") == []
+    assert soft_breaks("```python\n代码\n```\n正文，\n接着写。") == ["正文，"]  # after a closed fence, prose again  # a break after code is a space Chinese writing keeps

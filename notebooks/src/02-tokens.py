@@ -89,7 +89,7 @@ print(viz.tr("SmolLM2 vocabulary size: {n}", n=tok.vocab_size))
 
 # %%
 print(viz.tr("SmolLM2's BOS token: {id} {pieces}", id=tok.bos_token_id, pieces=tok.pieces([tok.bos_token_id])))
-print(viz.tr("Does encode put it first?"), tok.encode("Hi")[0] == tok.bos_token_id)
+print(viz.tr("Does encode put it first? {answer}", answer=tok.encode("Hi")[0] == tok.bos_token_id))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.3 Special tokens and the chat template

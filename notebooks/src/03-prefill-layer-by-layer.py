@@ -90,8 +90,8 @@ print(viz.tr("10 samples : {tokens}", tokens=[tok.token_text(t) for t in draws])
 #
 # token ids → embedding → layer 1 → layer 2 → … → layer N → LM head → logits `[seq_len, vocab_size]`
 #
-# All prompt tokens go through each stage together, as one matrix: this is what "prefill processes the
-# prompt in parallel" means. Next to each shape we print the size (root mean square) of the first and the
+# All prompt tokens go through each stage together, as one matrix: this is what it means for prefill to
+# process the prompt in parallel. Next to each shape we print the size (root mean square) of the first and the
 # last token's vector.
 
 # %% slide={"title": {"en": "Shapes and sizes after every stage", "zh": "每一级之后的形状与大小"}, "code": [[1, 7]], "output": [[1, 3], [12, 14], [-3, -1]]}
@@ -112,7 +112,8 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 # - The **residual stream** keeps one shape, `[1, 12, 576]`, from the embedding to the final norm. Each
 #   layer reads it and *adds* its result to it; nothing is replaced. Only the LM head changes the width,
 #   from h = 576 to V = 49,152.
-# - The vectors grow as layers add to them. The first token's vector jumps to an RMS near 950 in layer 11
+# - On the whole the vectors grow as layers add to them, though not at every layer (in layer 9 the first
+#   token's RMS falls from 22.9 to 6.2). The first token's vector jumps to an RMS near 950 in layer 11
 #   and stays huge until the last layers. Large models show this too ("massive activations" on the first
 #   token); in 3.6 we meet attention heads that look at the first token and little else.
 # - The final RMSNorm scales every token's vector back to a similar size before the LM head reads it.
@@ -207,7 +208,7 @@ for i in range(4):
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention pattern", "zh": "注意力模式"}}
 # Softmax turns each row into probabilities that sum to 1; the −inf entries become exactly 0. This is the
-# **attention pattern**: row $i$ says how much token $i$ takes from each earlier token's value.
+# **attention pattern**: row $i$ says how much token $i$ takes from its own value and from each earlier token's.
 
 # %% slide={"code": [1, [7, 8]], "output": [[1, 7], -1]}
 pattern = t.probs[0, head]  # [S, S]
@@ -327,12 +328,12 @@ attention_figure(capture, layer=1, head=2)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Layer 18: an attention sink", "zh": "第 18 层：注意力汇聚点"}, "say": true}
 # The three heads read the same keys and values but have their own queries, so their patterns differ:
-# head 2 looks at the previous token, heads 0 and 1 split their weight between the token itself and the
-# one before. Deeper in the model the patterns change. In layer 18, heads 7 and 8 send almost all their
+# head 2 looks at the previous token. In the first sentence heads 0 and 1 split their weight between the token
+# itself and the one before; from the full stop on, `.` takes a large share (in head 1, the largest in every row
+# after it). Deeper in the model the patterns change. In layer 18, heads 7 and 8 send almost all their
 # attention to the **first token**, whatever the query (an "attention sink": a head with nothing useful to
 # read parks its weight there; the first token's huge vector in 3.2 goes with it). Head 6 does the same in
-# every row but the last: from the final ` is` it looks back at ` Paris`, the answer in the earlier
-# sentence with the same pattern.
+# the first sentence and less in the second; from the final ` is` it looks back at ` Paris`, the answer in the earlier sentence with the same pattern.
 
 # %% slide={"code": false}
 attention_figure(capture, layer=18, head=8)

@@ -86,8 +86,8 @@ print(viz.tr("new column (key 12) in the old rows: scores all -inf: {inf} | prob
              inf=bool(b.scores[0, :, :S, S].isinf().all()), zero=bool((b.probs[0, :, :S, S] == 0).all())))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Head 2 of layer 1, key by key", "zh": "第 1 层 2 号头，逐个键对比"}, "say": ["Every old row"]}
-# Every old row is the same. ("The same" means equal up to float32 rounding, differences around 1e-5: the
-# two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
+# Every old row is the same. ("The same" means equal up to float32 rounding, within the tolerance the check
+# above uses: the two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
 #
 # The same picture as the lecture's lower-triangular $QK^\top$ (slide “回顾 Self-attn 中的计算过程”), for head 2 of
 # layer 1: `=` marks an entry that
@@ -429,7 +429,8 @@ else:
 # for free. Then the cache matters less for a short chat than its FLOP count suggests. Near the FLOP ratio,
 # the arithmetic itself is the limit: this processor needs longer for the rerun's work than for one read of
 # the weights. Either way the cache matters more as the sequence grows: the rerun's FLOPs grow with every
-# token until compute, not memory, is the limit (the first table: 100 tokens after a 1,000-token prompt).
+# token, and sooner or later compute, not memory, is the limit (the FLOP count at the start of 4.4 shows the
+# rerun's share growing with the prompt).
 # Chapter 10 draws this as a roofline.
 #
 # ## 4.5 Watching the cache grow

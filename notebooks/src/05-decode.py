@@ -49,15 +49,15 @@ S = len(ids)
 cache = lm.new_cache(max_len=S + 16)
 logits = lm.prefill(ids, cache)  # [1, V]
 token = int(logits.argmax(-1))  # greedy: ' Rome'
-print(viz.tr("prefill of {S} tokens → {token!r};", S=S, token=tok.token_text(token)), cache)
+print(viz.tr("prefill of {S} tokens → {token!r}; {cache}", S=S, token=tok.token_text(token), cache=cache))
 
 layer = 1
 k_cache, v_cache = cache.keys(layer).clone(), cache.values(layer).clone()  # [1, n_kv, S, d] each
 
 trace = tl.Trace()
 next_logits = lm.decode_step(token, cache, trace=trace)  # [1, V]
-print(viz.tr("decode step fed {fed!r} → {chosen!r};", fed=tok.token_text(token),
-             chosen=tok.token_text(int(next_logits.argmax(-1)))), cache)
+print(viz.tr("decode step fed {fed!r} → {chosen!r}; {cache}", fed=tok.token_text(token),
+             chosen=tok.token_text(int(next_logits.argmax(-1))), cache=cache))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The step's shapes", "zh": "这一步的形状"}}
 # The step ran one token through all 30 layers. Its trace has the shapes of the `decode_step` sketch in

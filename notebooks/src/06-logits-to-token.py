@@ -231,7 +231,7 @@ draws = sampling.sample(sampling.process_logits(course_logits, params, [], [])[N
                         torch.Generator().manual_seed(0))  # 10 draws, [10]
 for i in draws.tolist()[:4]:
     print("南京大学计算机学院的课程有" + course_words[i])
-print(viz.tr("words drawn in {n} samples:", n=len(draws)), sorted({course_words[i] for i in draws.tolist()}))
+print(viz.tr("words drawn in {n} samples: {words}", n=len(draws), words=sorted({course_words[i] for i in draws.tolist()})))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": "Two details from"}}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
@@ -399,9 +399,9 @@ show(hf_order, names)
 print(viz.tr("vLLM:         min-p 0.3, then top-p 0.8:"), end=" ")
 show(vllm_order(notes_logits, params).softmax(dim=-1), names)
 after_top_p = sampling.apply_top_p(notes_logits, 0.8).softmax(dim=-1)  # what min-p sees in transformers
+hf_top, vllm_top = float(after_top_p.max()), float(notes_probs.max())  # the top probability each min-p scales
 print(viz.tr("min-p thresholds: transformers 0.3 × {hf:.2f} = {hf_min:.2f}, vLLM 0.3 × {vllm:.2f} = {vllm_min:.2f}",
-             hf=float(after_top_p.max()), hf_min=0.3 * float(after_top_p.max()), vllm=float(notes_probs.max()),
-             vllm_min=0.3 * float(notes_probs.max())))
+             hf=hf_top, hf_min=0.3 * hf_top, vllm=vllm_top, vllm_min=0.3 * vllm_top))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The two orders on live logits", "zh": "两种顺序在真实 logits 上"}}
 # In transformers, top-p 0.8 keeps A, B and C (cumulative .40, .70, .85). Min-p 0.3 then asks for
@@ -427,7 +427,7 @@ for name, logits in (("sure", sure), ("open", open_)):
 
 # %%
 certain = torch.tensor([[1.0, 2.0, math.inf, 0.5]])  # token 2 is certain
-print(viz.tr("top-p 0.5 keeps token(s)"), sampling.apply_top_p(certain, 0.5).isfinite().nonzero()[:, 1].tolist(),
+print(viz.tr("top-p 0.5 keeps token(s) {ids}", ids=sampling.apply_top_p(certain, 0.5).isfinite().nonzero()[:, 1].tolist()),
       viz.tr("| greedy picks"), int(sampling.sample(certain, tl.SamplingParams(temperature=0))),
       viz.tr("| sampling picks"), int(sampling.sample(certain, tl.SamplingParams(temperature=1.0))))
 for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.inf)):

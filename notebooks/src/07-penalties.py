@@ -60,8 +60,8 @@ loop_ids = [token for token, _ in chosen_p]
 print(repr(tok.decode(loop_ids)))
 print(viz.tr("repeated 3-grams in the output: {n}", n=repeated_trigrams(loop_ids)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Each repetition makes the next more likely", "zh": "每重复一次，下一次就更可能"}}
-# The model is stuck: `dog, cat,` forever. Worse, each repetition makes the next one more likely. Here is
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The loop feeds itself", "zh": "循环自我强化"}}
+# The model is stuck: `dog, cat,` forever. Worse, from the second use on, each repetition makes the next one more likely. Here is
 # the probability the model gave ` dog` and ` cat` each time it chose them:
 
 # %%
@@ -70,7 +70,7 @@ for word in (" dog", " cat"):
     print(viz.tr("p({word}) each time it was chosen: {ps}", word=repr(word), ps=" ".join(f"{p:.2f}" for p in ps)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Four penalties", "zh": "四种惩罚", "at": "A **penalty** changes"}, "say": ["A **penalty** changes", "To compute them"]}
-# ` dog` went from 0.22 to 0.66 in six uses: the text in the context window is the strongest evidence the
+# ` dog` went from 0.14 at its second use to 0.66 at its sixth: the text in the context window is the strongest evidence the
 # model has, and a pattern that has occurred several times looks like a pattern that will go on. Greedy decoding always
 # takes the top token, so once the loop leads, it never lets go. Sampling with a temperature only makes the
 # escape random, and top-k / top-p keep the loop's tokens, since they are the most likely.
@@ -115,10 +115,10 @@ assert torch.equal(by_hand, apply_repetition_penalty(logits, history, r))  # tea
 print(viz.tr("top 5 after: {top}", top=show_top(by_hand)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations with the penalty", "zh": "整段生成加上重复惩罚", "at": "With the penalty"}, "say": ["` dog` and `"]}
-# ` dog` and ` cat` lose about 3.4 each and come down to just above ` fox`, ` sheep` and ` deer`, which were
+# ` dog` and ` cat` lose 3.46 and 3.40 and come down to just above ` fox`, ` sheep` and ` deer`, which were
 # never seen. ` dog` still leads by a hair — ` dog, cat,` has occurred four times by now — but its probability falls
 # sharply (section 7.5 measures it). Because the penalty *divides*, a large logit loses more than a small
-# one: the comma loses 1.6, ` dog` 3.5. The tokens of the prompt (`List`, ` animals`, `:`) are penalised too.
+# one: the comma loses 1.6, ` dog` 3.46. The tokens of the prompt (`List`, ` animals`, `:`) are penalised too.
 #
 # With the penalty on from the first token, the loop never gets going. Whole generations, at the lecture's
 # starting value and at 1.2:
@@ -205,8 +205,9 @@ print(viz.tr("loss: {losses}",
              losses="  ".join(f"{tok.token_text(j)!r} {float(logits[j] - by_hand[j]):.2f}" for j in sorted(counts))))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Whole generations: presence against frequency", "zh": "整段生成：存在惩罚与频率惩罚", "at": "The two penalties"}, "say": ["At 0.5 each,"]}
-# At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token:
-# subtracting half a logit hardly matters when logits are around 20. The comma, used six times, loses 3.5.
+# At 0.5 each, ` dog` loses 2.0 (0.5 for being present, 3 × 0.5 for three uses) and is still the top token,
+# at 18.77 against the unseen ` fox`'s 16.81. A subtraction moves a token by the same amount whatever the size of
+# the logits: only its lead over the others counts. The comma, used six times, loses 3.5.
 #
 # The two penalties differ in how they grow: presence costs the same after one use or after ten, frequency
 # grows with every use. Full generations at 0.5 and at 1.5:
@@ -222,7 +223,7 @@ for name in ("presence_penalty", "frequency_penalty"):
 # Three things to see:
 # - All four outputs begin with `dog, cat,` again: the prompt is not counted, so the first repetition of
 #   the prompt is free. The repetition penalty (7.2) stopped it at once.
-# - At 0.5 both penalties only stretch the loop (`sheep, sheep, goat, goat`).
+# - At 0.5 neither penalty removes the repetition; it changes form, each new animal twice (`sheep, sheep, goat, goat`).
 # - At 1.5 presence gives a long, varied list; frequency ends the list after a few animals — the comma's
 #   penalty grows by 1.5 with every animal until another token beats it.
 #
@@ -356,7 +357,7 @@ for name, penalties in tips.items():
 # different things in different engines.
 #
 # ## Summary
-# - Greedy decoding can loop, and the loop reinforces itself: p(` dog`) rose from 0.22 to 0.66.
+# - Greedy decoding can loop, and the loop reinforces itself: p(` dog`) rose from 0.14 at its second use to 0.66 at its sixth.
 # - The repetition penalty divides positive logits (multiplies negative ones) for every token seen,
 #   prompt included; it scales with the logit, so small values such as 1.05 already act.
 # - Presence and frequency penalties subtract logit units for tokens of the output only; frequency grows

@@ -114,7 +114,8 @@ print(viz.tr("recompute all {n} tokens: {without:.3f} GFLOP;  one cached decode 
 #
 # *LLM Inference Flow* (《LLM 推理流程》) estimates the FLOPs of Llama-7B for a 1,000-token prompt with two
 # small functions (its §3.3 and §4.3). Here is its code, with the lines that print its numbers. The arithmetic is the
-# notes' own; the docstrings are ours and the comments are translated into English.
+# notes' own; their Chinese docstrings are replaced by English ones of ours that name the source, and the comments
+# are translated into English.
 
 # %% slide={"title": {"en": "The course notes' two functions", "zh": "课程资料的两个函数"}, "code": [[1, 8], 20, 21]}
 def estimate_prefill_flops(prompt_len, hidden_size, num_layers, num_heads):
@@ -620,8 +621,8 @@ for batch in (1, 4, 16, 32):
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Llama-7B on an H100: the cache catches up", "zh": "H100 上的 Llama-7B：缓存追上来"}}
 # The weights are read once whatever the batch. But each sequence reads its own KV cache, so "once for 32
-# tokens" holds only while the cache is small next to the weights. For the course notes' own example, a 7B
-# model (Llama-7B) in bfloat16, here on an H100 at 1,000 tokens of context, the roofline predicts:
+# tokens" holds only while the cache is small next to the weights. For a 7B model, the size
+# the 14GB stands for (*LLM Inference Flow* §3.3 estimates Llama-7B too), in bfloat16, here on an H100 at 1,000 tokens of context, the roofline predicts:
 
 # %% slide={"code": false}
 print(viz.tr("batch  weights GB  KV read GB  FLOP/byte  decode tokens/s  × batch 1"))

@@ -360,7 +360,7 @@ for name, run in chunk_runs.items():
 #   prefills; finished requests leave and free their cache.
 # - Static batching lets short requests wait for the longest one in their batch. Continuous batching
 #   refills the batch every iteration: here half the iterations, and about half the latency for short
-#   requests, with the same tokens for everyone.
+#   requests counted in iterations, with the same tokens for everyone.
 # - Chunked prefill caps the tokens per iteration, so a long prompt does not stall the others' decoding; it
 #   costs that prompt a later first token.
 #

@@ -53,7 +53,7 @@ ZH: dict[str, str] = {
     "code": "代码",
     "factual QA": "事实问答",
     "chat": "对话",
-    "creative": "创意写作",
+    "creative": "创作、头脑风暴",
     "brainstorm": "头脑风暴",
     "random seed": "随机种子",
     "sample": "采样",
@@ -258,14 +258,14 @@ ZH: dict[str, str] = {
     "prompt tokens: {n_in}, output tokens: {n_out}": "提示词 token 数：{n_in}，输出 token 数：{n_out}",
     "TTFT                  {ms:7.1f} ms   (prefill of {n_in} tokens + choosing one)":
         "TTFT                  {ms:7.1f} ms   （预填充 {n_in} 个 token，再选出第一个）",
-    "time per output token {ms:7.1f} ms   (one decode step)": "每 token 输出延迟      {ms:7.1f} ms   （一个解码步）",
+    "time per output token {ms:7.1f} ms   (one decode step)": "每 token 输出延迟     {ms:7.1f} ms   （一个解码步）",
     "end-to-end latency    {ms:7.1f} ms   = TTFT + {steps} × TPOT":
         "端到端延迟            {ms:7.1f} ms   = TTFT + {steps} × TPOT",
     "tokens/s              {rate:7.1f}   = {n_out} output tokens ÷ end-to-end latency":
         "tokens/s              {rate:7.1f}   = {n_out} 个输出 token ÷ 端到端延迟",
     "decode rate           {rate:7.1f}   = 1 ÷ TPOT, tokens per second after the first":
         "解码速率              {rate:7.1f}   = 1 ÷ TPOT，第一个 token 之后每秒生成的 token 数",
-    "Does encode put it first?": "encode 会把它放在最前面吗？",
+    "Does encode put it first? {answer}": "encode 会把它放在最前面吗？{answer}",
     "{n} ids; the special ones are marked with *": "{n} 个 id；特殊 token 的 id 标有 *",
     "decoded without special tokens: {text!r}": "去掉特殊 token 后反分词的结果：{text!r}",
     "position of the new token: {positions} (RoPE rotates by this)":
@@ -313,7 +313,7 @@ ZH: dict[str, str] = {
     "both policies give every request the same tokens": "两种策略给每个请求生成的 token 都相同",
     "{n} requests part between the policies, each at a near-tie": "有 {n} 个请求在两种策略下分开，每处都是近乎并列",
     "            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency":
-        "              迭代次数  前向调用次数  短请求 TTFT     短请求延迟 长请求 TTFT    长请求延迟",
+        "              迭代次数  前向传播次数  短请求 TTFT     短请求延迟 长请求 TTFT    长请求延迟",
     "                     iterations  most tokens in one iteration  long prompt: TTFT (iterations)":
         "                       迭代次数       单次迭代最多的 token 数      长提示词：TTFT（迭代次数）",
     " p token        logical physical offset slot": " p token         逻辑块   物理块   偏移 槽位",
@@ -367,7 +367,7 @@ ZH: dict[str, str] = {
     "ratio: {flops:.1f}× the FLOPs, {bytes:.2f}× the bytes": "比值：FLOP 为 {flops:.1f} 倍，字节为 {bytes:.2f} 倍",
     "of which the weights: {mb:.1f} MB in both": "其中权重：两种方式都是 {mb:.1f} MB",
     "without a cache {redo:.0f} ms, with it {step:.0f} ms: {time:.1f}× the time for {flops:.1f}× the FLOPs":
-        "不用缓存 {redo:.0f} ms，用缓存 {step:.0f} ms：时间相差 {time:.1f} 倍，FLOP 相差 {flops:.1f} 倍",
+        "不用缓存 {redo:.0f} ms，用缓存 {step:.0f} ms：时间之比为 {time:.1f}，FLOP 之比为 {flops:.1f}",
     "{rows} rows (12 prefill + 6 decode) = the uncached forward's attention, in all {L} layers":
         "{rows} 行（12 行预填充 + 6 行解码）= 不用缓存的前向传播算出的注意力，全部 {L} 层都相同",
     "logits: {shape} = one score per vocabulary entry": "logits：{shape} = 词表中每个条目一个分数",
@@ -581,7 +581,7 @@ ZH: dict[str, str] = {
     "same (f = 4h)": "相同（f = 4h）",
     "MLP width f = {f}, not 4h = {h4}": "MLP 宽度 f = {f}，不是 4h = {h4}",
     "the textbook counts the layers only; the LM head is 2·b·h·V per projected position":
-        "教科书只计各层；LM head 每个投影位置 2·b·h·V",
+        "教科书只计各层；LM head 每个经过它的位置 2·b·h·V",
     "24·b·s·h² + 4·b·s²·h per layer, against the real model": "每层 24·b·s·h² + 4·b·s²·h，对比真实模型",
     "cpu, {n} threads": "cpu，{n} 个线程",
     "{name} ({source}, {dtype}): peak {peak:.3g} TFLOP/s, bandwidth {bandwidth:.4g} GB/s, ridge {ridge:.1f} FLOP/byte":
@@ -684,7 +684,7 @@ ZH: dict[str, str] = {
         "min-p 的阈值：transformers 0.3 × {hf:.2f} = {hf_min:.2f}，vLLM 0.3 × {vllm:.2f} = {vllm_min:.2f}",
     "{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}":
         "“{name}”：按 transformers 的顺序保留 {n_hf} 个 token，按 vLLM 的顺序保留 {n_vllm} 个",
-    "top-p 0.5 keeps token(s)": "top-p 0.5 保留的 token：",
+    "top-p 0.5 keeps token(s) {ids}": "top-p 0.5 保留的 token：{ids}",
     "| greedy picks": "| 贪婪解码选中",
     "| sampling picks": "| 采样选中",
     # ---- the Chinese reviewer's fixes, chapters 4–6
@@ -738,11 +738,11 @@ ZH: dict[str, str] = {
     "multi-query": "多查询注意力",
     "n_kv = {n_kv}: {size:>7,} bytes per token": "n_kv = {n_kv}：每个 token {size:>7,} 字节",
     "model                    L  n_kv    d   per token  4,096 tokens   weights":
-        "模型                     L  n_kv    d   每 token 4,096 个 token      权重",
+        "模型                     L  n_kv    d  单个 token  4,096 个 token     权重",
     "growth per step: {growth:,} bytes = one token's K and V": "每步增长：{growth:,} 字节 = 一个 token 的 K 和 V",
     # chapter 5
-    "prefill of {S} tokens → {token!r};": "预填充 {S} 个 token → {token!r}；",
-    "decode step fed {fed!r} → {chosen!r};": "解码步送入 {fed!r} → {chosen!r}；",
+    "prefill of {S} tokens → {token!r}; {cache}": "预填充 {S} 个 token → {token!r}；{cache}",
+    "decode step fed {fed!r} → {chosen!r}; {cache}": "解码步送入 {fed!r} → {chosen!r}；{cache}",
     "q_new, k_new, v_new by hand = the decode step's: {q} {k}": "手算的 q_new、k_new、v_new 与解码步的相同：{q} {k}",
     "probs {p} and attn_out {o} by hand = the decode step's": "手算的 probs {p} 和 attn_out {o} 与解码步的相同",
     "layer 1's output by hand = the decode step's; cache slot 12 holds k_new and v_new":
@@ -754,7 +754,7 @@ ZH: dict[str, str] = {
     "at T = 100 the entropy is {gap:.4f} bits below uniform": "T = 100 时，熵比均匀分布低 {gap:.4f} 比特",
     "at T = 0.5: sure {sure:.3f} bits, open {open:.3f} bits":
         "T = 0.5 时：“sure” {sure:.3f} 比特，“open” {open:.3f} 比特",
-    "words drawn in {n} samples:": "{n} 次抽样抽到的词：",
+    "words drawn in {n} samples: {words}": "{n} 次抽样抽到的词：{words}",
     "{name}: top-{k:<3} keeps {mass:.3f} of the probability": "“{name}”：top-{k:<3} 保留了 {mass:.3f} 的概率",
     "sorted:": "排序后：",
     "cumulative:": "累积：",
@@ -765,7 +765,7 @@ ZH: dict[str, str] = {
     # chapter 11
     "                           static  continuous  ratio": "                             静态        连续   比值",
     "total time (s)": "总时间（秒）",
-    "tokens/s (all requests)": "tokens/s（所有请求）",
+    "tokens/s (all requests)": "吞吐量（token/s）",
     "short: mean latency (s)": "短请求：平均延迟（秒）",
     "long: mean latency (s)": "长请求：平均延迟（秒）",
     "mean TTFT (s)": "平均 TTFT（秒）",
@@ -801,7 +801,7 @@ ZH: dict[str, str] = {
     "repeated 3-grams: {n:>2}   {text!r}": "重复的 3-gram：{n:>2}   {text!r}",
     "no penalty": "不加惩罚",
     "QA / code: repetition 1.05 + frequency 0.5": "问答 / 代码：重复惩罚 1.05 + 频率惩罚 0.5",
-    "creative: presence 0.3": "创意写作：存在惩罚 0.3",
+    "creative: presence 0.3": "创作、诗歌：存在惩罚 0.3",
     # chapter 8
     "sampling (T=1, seed 0)": "采样（T=1，随机种子 0）",
     "beam search (k=3)": "束搜索（k=3）",
