@@ -271,5 +271,5 @@ def test_the_soft_break_check_catches_a_planted_break_and_spares_headings_tables
     assert soft_breaks("```{glossary}\n术语\nterm\n  第一行，\n  第二行。\n```\n") == ["  第一行，"]
     assert soft_breaks("```{glossary}\n术语\n别名\nterm\n  定义。\n  不写作：词。\n```\n") == []
     assert soft_breaks("## 小测验\n用本章内容检验。\n| 表头 |\n| 内容 |\n```python\n# 注释\n中文\n```\n") == []
-    assert soft_breaks("课程 `lm`\n变成 id。") == []
-    assert soft_breaks("```python\n代码\n```\n正文，\n接着写。") == ["正文，"]  # after a closed fence, prose again  # a break after code is a space Chinese writing keeps
+    assert soft_breaks("课程 `lm`\n变成 id。") == []  # a break after code is a space Chinese writing keeps
+    assert soft_breaks("```python\n代码\n```\n正文，\n接着写。") == ["正文，"]  # after a closed fence, prose again
