@@ -333,7 +333,8 @@ attention_figure(capture, layer=1, head=2)
 # after it). Deeper in the model the patterns change. In layer 18, heads 7 and 8 send almost all their
 # attention to the **first token**, whatever the query (an "attention sink": a head with nothing useful to
 # read parks its weight there; the first token's huge vector in 3.2 goes with it). Head 6 does the same in
-# the first sentence and less in the second; from the final ` is` it looks back at ` Paris`, the answer in the earlier sentence with the same pattern.
+# the first sentence and less in the second; from the final ` is` it looks back at ` Paris`, the answer in the
+# earlier sentence with the same pattern.
 
 # %% slide={"code": false}
 attention_figure(capture, layer=18, head=8)

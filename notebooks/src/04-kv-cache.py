@@ -87,7 +87,8 @@ print(viz.tr("new column (key 12) in the old rows: scores all -inf: {inf} | prob
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Head 2 of layer 1, key by key", "zh": "第 1 层 2 号头，逐个键对比"}, "say": ["Every old row"]}
 # Every old row is the same. ("The same" means equal up to float32 rounding, within the tolerance the check
-# above uses: the two runs multiply matrices of different sizes, so the sums are added in a slightly different order.)
+# above uses: the two runs multiply matrices of different sizes, so the sums are added in a slightly different
+# order.)
 #
 # The same picture as the lecture's lower-triangular $QK^\top$ (slide “回顾 Self-attn 中的计算过程”), for head 2 of
 # layer 1: `=` marks an entry that

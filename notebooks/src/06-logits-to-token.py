@@ -231,7 +231,8 @@ draws = sampling.sample(sampling.process_logits(course_logits, params, [], [])[N
                         torch.Generator().manual_seed(0))  # 10 draws, [10]
 for i in draws.tolist()[:4]:
     print("南京大学计算机学院的课程有" + course_words[i])
-print(viz.tr("words drawn in {n} samples: {words}", n=len(draws), words=sorted({course_words[i] for i in draws.tolist()})))
+drawn = sorted({course_words[i] for i in draws.tolist()})
+print(viz.tr("words drawn in {n} samples: {words}", n=len(draws), words=drawn))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": "Two details from"}}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
@@ -427,7 +428,8 @@ for name, logits in (("sure", sure), ("open", open_)):
 
 # %%
 certain = torch.tensor([[1.0, 2.0, math.inf, 0.5]])  # token 2 is certain
-print(viz.tr("top-p 0.5 keeps token(s) {ids}", ids=sampling.apply_top_p(certain, 0.5).isfinite().nonzero()[:, 1].tolist()),
+kept_ids = sampling.apply_top_p(certain, 0.5).isfinite().nonzero()[:, 1].tolist()
+print(viz.tr("top-p 0.5 keeps token(s) {ids}", ids=kept_ids),
       viz.tr("| greedy picks"), int(sampling.sample(certain, tl.SamplingParams(temperature=0))),
       viz.tr("| sampling picks"), int(sampling.sample(certain, tl.SamplingParams(temperature=1.0))))
 for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.inf)):

@@ -61,8 +61,8 @@ print(repr(tok.decode(loop_ids)))
 print(viz.tr("repeated 3-grams in the output: {n}", n=repeated_trigrams(loop_ids)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The loop feeds itself", "zh": "循环自我强化"}}
-# The model is stuck: `dog, cat,` forever. Worse, from the second use on, each repetition makes the next one more likely. Here is
-# the probability the model gave ` dog` and ` cat` each time it chose them:
+# The model is stuck: `dog, cat,` forever. Worse, from the second use on, each repetition makes the next one
+# more likely. Here is the probability the model gave ` dog` and ` cat` each time it chose them:
 
 # %%
 for word in (" dog", " cat"):
@@ -70,8 +70,8 @@ for word in (" dog", " cat"):
     print(viz.tr("p({word}) each time it was chosen: {ps}", word=repr(word), ps=" ".join(f"{p:.2f}" for p in ps)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Four penalties", "zh": "四种惩罚", "at": "A **penalty** changes"}, "say": ["A **penalty** changes", "To compute them"]}
-# ` dog` went from 0.14 at its second use to 0.66 at its sixth: the text in the context window is the strongest evidence the
-# model has, and a pattern that has occurred several times looks like a pattern that will go on. Greedy decoding always
+# ` dog` went from 0.14 at its second use to 0.66 at its sixth: the text in the context window is the strongest
+# evidence the model has, and a pattern that has occurred several times looks like a pattern that will go on. Greedy decoding always
 # takes the top token, so once the loop leads, it never lets go. Sampling with a temperature only makes the
 # escape random, and top-k / top-p keep the loop's tokens, since they are the most likely.
 #
@@ -223,7 +223,8 @@ for name in ("presence_penalty", "frequency_penalty"):
 # Three things to see:
 # - All four outputs begin with `dog, cat,` again: the prompt is not counted, so the first repetition of
 #   the prompt is free. The repetition penalty (7.2) stopped it at once.
-# - At 0.5 neither penalty removes the repetition; it changes form, each new animal twice (`sheep, sheep, goat, goat`).
+# - At 0.5 neither penalty removes the repetition; it changes form, each new animal twice
+#   (`sheep, sheep, goat, goat`).
 # - At 1.5 presence gives a long, varied list; frequency ends the list after a few animals — the comma's
 #   penalty grows by 1.5 with every animal until another token beats it.
 #
@@ -357,7 +358,8 @@ for name, penalties in tips.items():
 # different things in different engines.
 #
 # ## Summary
-# - Greedy decoding can loop, and the loop reinforces itself: p(` dog`) rose from 0.14 at its second use to 0.66 at its sixth.
+# - Greedy decoding can loop, and the loop reinforces itself: p(` dog`) rose from 0.14 at its second use to
+#   0.66 at its sixth.
 # - The repetition penalty divides positive logits (multiplies negative ones) for every token seen,
 #   prompt included; it scales with the logit, so small values such as 1.05 already act.
 # - Presence and frequency penalties subtract logit units for tokens of the output only; frequency grows

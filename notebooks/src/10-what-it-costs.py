@@ -622,7 +622,8 @@ for batch in (1, 4, 16, 32):
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Llama-7B on an H100: the cache catches up", "zh": "H100 上的 Llama-7B：缓存追上来"}}
 # The weights are read once whatever the batch. But each sequence reads its own KV cache, so "once for 32
 # tokens" holds only while the cache is small next to the weights. For a 7B model, the size
-# the 14GB stands for (*LLM Inference Flow* §3.3 estimates Llama-7B too), in bfloat16, here on an H100 at 1,000 tokens of context, the roofline predicts:
+# the 14GB stands for (*LLM Inference Flow* §3.3 estimates Llama-7B too), in bfloat16, here on an H100 at
+# 1,000 tokens of context, the roofline predicts:
 
 # %% slide={"code": false}
 print(viz.tr("batch  weights GB  KV read GB  FLOP/byte  decode tokens/s  × batch 1"))
