@@ -199,7 +199,17 @@ def check(paths: list[Path]) -> list[str]:
         own_glossary = path.resolve() == GLOSSARY[lang].resolve()
         for where, text in texts(path):
             found += problems_in(text, lang, [] if own_glossary else loaded[lang], where)
+        if path.suffix == ".py" and path.resolve().is_relative_to(ROOT / "notebooks"):
+            for where, text in slide_titles(path):  # a chapter source carries its Chinese slide titles too
+                found += problems_in(text, "zh", loaded["zh"], where)
     return found
+
+
+def slide_titles(path: Path) -> list[tuple[str, str]]:
+    """(where, title) for each Chinese slide title in a chapter source's cell metadata (slide={"title": {"zh": …}})."""
+    cells = jupytext.read(path).cells
+    return [(f"{path.name} cell {k} (slide title)", prose(title["zh"])) for k, cell in enumerate(cells, start=1)
+            if isinstance(title := cell.metadata.get("slide", {}).get("title"), dict) and "zh" in title]
 
 
 def main() -> None:

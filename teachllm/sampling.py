@@ -39,6 +39,15 @@ from .params import SEED_RANGE, SamplingParams
 
 
 # ---- logits that are not finite numbers ------------------------------------------------------------------
+class NoTokenError(ValueError):
+    """A row of logits no token can be chosen from. The message is kept as its template and fields too, so that a
+    notebook can print it in its reader's language: viz.tr(error.template, **error.fields)."""
+
+    def __init__(self, template: str, **fields):
+        super().__init__(template.format(**fields))
+        self.template, self.fields = template, fields
+
+
 def settle(logits: torch.Tensor) -> torch.Tensor:
     """The policy for logits that are not finite, shared by every rule and by greedy decoding:
     - NaN is an error naming the row: a model that computed one is broken, and no probability follows from it;
@@ -48,8 +57,8 @@ def settle(logits: torch.Tensor) -> torch.Tensor:
     nan = logits.isnan()
     if bool(nan.any()):
         row, token = nan.reshape(-1, logits.shape[-1]).nonzero()[0].tolist()
-        raise ValueError(f"logits row {row} holds NaN (token {token}, and maybe others): the model's output is "
-                         "broken, and no token can be chosen from it")
+        raise NoTokenError("logits row {row} holds NaN (token {token}, and maybe others): the model's output is "
+                           "broken, and no token can be chosen from it", row=row, token=token)
     certain = logits.isposinf()
     if not bool(certain.any()):
         return logits
@@ -251,8 +260,8 @@ def choosable(processed: torch.Tensor) -> torch.Tensor:
     processed = settle(_rows(processed))
     empty = ~(processed > float("-inf")).any(dim=-1)  # [B]
     if bool(empty.any()):
-        raise ValueError(f"logits row {int(empty.nonzero()[0])}: every token is ruled out (all logits are -inf), "
-                         "so none can be chosen; the penalties and filters removed them all")
+        raise NoTokenError("logits row {row}: every token is ruled out (all logits are -inf), so none can be "
+                           "chosen; the penalties and filters removed them all", row=int(empty.nonzero()[0]))
     return processed
 
 

@@ -21,7 +21,7 @@ from teachllm.lm import MODEL_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = {"en": ROOT / "book" / "lecturers-guide.md", "zh": ROOT / "book" / "zh" / "lecturers-guide.md"}
-NOTE = {"en": "## The bundled model and Chinese", "zh": "## 随附模型与中文"}
+NOTE = {"en": "## The bundled model and Chinese", "zh": "## 内置模型与中文"}
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json")
 
 

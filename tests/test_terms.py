@@ -101,3 +101,14 @@ def test_what_is_not_prose_or_is_the_chosen_term_passes(text):
 def test_a_replaced_form_that_holds_the_chosen_term_is_still_found():
     found = findings("运行这个笔记本，看看输出。", "zh")
     assert len(found) == 1 and "'这个笔记本'" in found[0], found
+
+
+def test_a_planted_chinese_slide_title_is_checked_too(tmp_path):
+    """Slide titles live in a chapter source's cell metadata, not in its Markdown: the check reads them as well."""
+    source = (ROOT / "notebooks" / "src" / "10-what-it-costs.py").read_text(encoding="utf-8")
+    assert '"zh": "Roofline 图"' in source
+    planted_source = tmp_path / "10-what-it-costs.py"
+    planted_source.write_text(source.replace('"zh": "Roofline 图"', '"zh": "屋顶线图"'), encoding="utf-8")
+    found = [f for where, title in terms.slide_titles(planted_source)
+             for f in terms.problems_in(title, "zh", terms.rules("zh"), where)]
+    assert len(found) == 1 and "'屋顶线'" in found[0], found

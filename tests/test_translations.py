@@ -2,6 +2,7 @@
 the English text as it is now (scripts/translations.py), and the check notices when the English moves on."""
 
 import ast
+import itertools
 import re
 import shutil
 import sys
@@ -239,15 +240,19 @@ def test_a_comment_with_no_translation_stops_the_build():
 
 
 # A line break inside a paragraph is a space to the browser, and Chinese puts no space between two characters:
-# "分词器把文本\n变成 id" reads "分词器把文本 变成 id" in JupyterLab and in the book. Outside code fences, a Chinese
-# paragraph is one line.
-CJK = r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef“”‘’…—]"
-SOFT_BREAK = re.compile(rf"^(?![ \t]*(?:#|\||<!--|```|:::))[^\n]*{CJK}\n[ \t]*(?!不写作){CJK}", re.M)
+# "分词器把文本\n变成 id" reads "分词器把文本 变成 id" in JupyterLab and in the book. Nor beside a full-width mark,
+# whatever is on the other side: "之后，\n`lm`" reads "之后， `lm`", "个 token\n（" reads "token （". Emphasis marks
+# (* and _) do not count as a side. Outside code fences, a Chinese paragraph is one line.
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef“”‘’…—]")
+MARK = re.compile(r"[\u3000-\u303f\uff00-\uffef“”‘’…—]")
+NOT_PROSE = re.compile(r"[ \t]*(?:#|\||<!--|```|:::)")  # a heading, table row, comment or directive: its own line
+BLOCK_START = re.compile(r"[ \t]*(?:[-*+] |\d+[.)] |>|#|\||<|:|```|\$\$|†|不写作|$)")  # a line that starts a block
 
 
 def soft_breaks(text: str) -> list[str]:
-    """The lines of `text` (Markdown) that end between two Chinese characters, outside ``` fences (the glossary's
-    fence included: its definitions are paragraphs too)."""
+    """The lines of `text` (Markdown) that end in a break a browser would show as a space inside Chinese: between
+    two Chinese characters, or beside a full-width mark. Outside ``` fences (the glossary's fence included: its
+    definitions are paragraphs too)."""
     found, inside = [], None  # None, "code" or "glossary": the fence the block is in
     for block in re.split(r"^(```.*)$", text, flags=re.M):
         if block.startswith("```"):
@@ -255,8 +260,15 @@ def soft_breaks(text: str) -> list[str]:
             continue
         if inside == "glossary":  # a term's names stand one to a line; only its indented definition is a paragraph
             block = re.sub(r"^\S.*$", "", block, flags=re.M)
-        if inside != "code":
-            found += [m.group().split("\n")[0][-20:] for m in SOFT_BREAK.finditer(block)]
+        if inside == "code":
+            continue
+        lines = block.split("\n")
+        for line, after in itertools.pairwise(lines):
+            if not line.strip() or NOT_PROSE.match(line) or BLOCK_START.match(after):
+                continue
+            left, right = line.rstrip(" \t*_")[-1:], after.lstrip(" \t*_")[:1]
+            if (CJK.match(left) and CJK.match(right)) or MARK.match(left) or MARK.match(right):
+                found.append(line[-20:])
     return found
 
 
@@ -273,3 +285,8 @@ def test_the_soft_break_check_catches_a_planted_break_and_spares_headings_tables
     assert soft_breaks("## 小测验\n用本章内容检验。\n| 表头 |\n| 内容 |\n```python\n# 注释\n中文\n```\n") == []
     assert soft_breaks("课程 `lm`\n变成 id。") == []  # a break after code is a space Chinese writing keeps
     assert soft_breaks("```python\n代码\n```\n正文，\n接着写。") == ["正文，"]  # after a closed fence, prose again
+    assert soft_breaks("之后，\n`lm` 不到一秒。\n10 分钟：讲。\n5 分钟：练。") == [
+        "之后，", "`lm` 不到一秒。", "10 分钟：讲。"]
+    assert soft_breaks("列表：\n- 一项。\n1. 二项。\n:alt: 图\n```{glossary}\n词\n  定义。\n  † 词。\n```\n") == []
+    assert soft_breaks("三个**不在**\n这段。") == ["三个**不在**"]  # emphasis marks are not a side
+    assert soft_breaks("个 token\n（注）。") == ["个 token"]  # nor is Latin beside a full-width mark

@@ -37,7 +37,8 @@ from teachllm.viz.zh import ZH
 
 ROOT = Path(__file__).resolve().parents[1]
 # the engine's text formatters that take a `tr` (teachllm.words) pass their templates to it as literals too
-FORMATTERS = [ROOT / "teachllm" / name for name in ("cost.py", "roofline.py", "lm.py", "fastpath/kernels.py")]
+FORMATTERS = [ROOT / "teachllm" / name for name in ("cost.py", "roofline.py", "lm.py", "fastpath/kernels.py",
+                                                   "sampling.py", "fastpath/loop.py")]  # their errors: NoTokenError
 SOURCES = (sorted((ROOT / "teachllm" / "viz").glob("*.py")) + sorted((ROOT / "notebooks" / "src").glob("*.py"))
            + FORMATTERS)
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -54,9 +55,9 @@ def tr_literals() -> dict[str, str]:
             if not (isinstance(node, ast.Call) and node.args):
                 continue
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-            if name not in ("tr", "templates"):  # static.templates(*english): the templates a page fills in
+            if name not in ("tr", "templates", "NoTokenError"):  # static.templates(*english): a page's templates
                 continue
-            for arg in node.args[:1] if name == "tr" else node.args:
+            for arg in node.args if name == "templates" else node.args[:1]:
                 for candidate in (arg.body, arg.orelse) if isinstance(arg, ast.IfExp) else (arg,):
                     if isinstance(candidate, ast.Constant) and isinstance(candidate.value, str):
                         found.setdefault(candidate.value, path.name)

@@ -95,14 +95,6 @@ ALLOWED = {
 # An error a chapter shows on purpose, printed as the library (or PyTorch) writes it: (chapter, the run reported)
 # → words the Markdown cell right before or after it must hold, in Chinese, to explain it.
 EXPLAINED = {
-    # sampling.settle refuses a row of logits it cannot choose from (NaN; every token ruled out)
-    ("06-logits-to-token", "(token 1, and maybe others): the model's output is broken, and no token can be chosen "
-                           "from it"): "报错信息是 teachllm 原样给出的英文",
-    ("06-logits-to-token", "logits row 0 holds"): "报错信息是 teachllm 原样给出的英文",
-    ("06-logits-to-token", "logits row 0: every token is ruled out (all logits are"):
-        "报错信息是 teachllm 原样给出的英文",
-    ("06-logits-to-token", "so none can be chosen; the penalties and filters removed them all"):
-        "惩罚和过滤规则把它们全删掉了",
     # SamplingParams refuses sampling settings with beam search
     ("08-beam-search", "is deterministic and does not take"): "束搜索是确定性的，不接受 top_p",
     ("08-beam-search", "leave them at their defaults"): "请让这些参数保持默认值",

@@ -24,7 +24,8 @@ def cache_full_context(lm):
     full = tl.cost.kv_cache_bytes(cfg, cfg.max_position_embeddings, dtype="float32")
     return {"answer": round(full / 1e6, 1), "n_tokens": cfg.max_position_embeddings,
             "per_token": tl.cost.kv_cache_bytes(cfg, 1, dtype="float32"),
-            "weights_mb": round(tl.cost.weight_bytes(cfg, dtype="float32") / 1e6, 1)}
+            "weights_mb": round(tl.cost.weight_bytes(cfg, dtype="float32") / 1e6, 1),
+            "share": full / tl.cost.weight_bytes(cfg, dtype="float32")}  # the cache as a fraction of the weights
 
 
 def mha_cache_ratio(lm):

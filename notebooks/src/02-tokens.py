@@ -95,9 +95,9 @@ print(viz.tr("Does encode put it first? {answer}", answer=tok.encode("Hi")[0] ==
 # ## 2.3 Special tokens and the chat template
 #
 # A **special token** is a vocabulary entry that is never produced by splitting ordinary text pieces: it is
-# matched as a whole string and stands for a piece of structure. SmolLM2 has 17 of them. The first three
-# are the ones generation uses; the others mark code files, GitHub issues and Jupyter cells in the training
-# data.
+# matched as a whole string and stands for a piece of structure. SmolLM2 has 17 of them. `<|im_start|>` and
+# `<|im_end|>` are the chat template's, `<|endoftext|>` separates documents in the pretraining data, and the
+# others mark code files, GitHub issues and Jupyter cells in the training data.
 
 # %% slide={"output": [[1, 4], -1]}
 for text, token_id in tok.special_tokens.items():  # every special token, by text
@@ -296,8 +296,8 @@ bpe_pieces_figure(held_out[0], merges, len(merges))
 #
 # Our toy BPE starts from characters, so a character it never saw has no symbol. SmolLM2's BPE starts from
 # the 256 possible **bytes** of UTF-8 instead. Every text is a sequence of bytes, so nothing is ever
-# unknown. The price: an English letter is one byte, but a Chinese character is three bytes and an emoji
-# four, and when a character was rare in the training data its bytes are not merged into one token.
+# unknown. The price: an English letter is one byte, but a common Chinese character is three bytes and a
+# common emoji four, and when a character was rare in the training data its bytes are not merged into one token.
 
 # %% slide={"title": {"en": "Three texts in bytes and tokens", "zh": "三段文字的字节与 token"}, "output": [1, [5, 12]]}
 for text in ["Hello", "大语言模型", "🚀"]:

@@ -46,7 +46,7 @@ print(viz.tr("layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads 
 #
 # | step | Llama (transformers) | teachllm |
 # | --- | --- | --- |
-# | 1. run the decoder layers | `LlamaModel` returns the last `DecoderLayer`'s output | `lm.model.layers`, then `lm.model.norm` |
+# | 1. run the decoder layers | `LlamaModel` runs each `DecoderLayer`, then the final norm | `lm.model.layers`, then `lm.model.norm` |
 # | 2. project to the vocabulary | `lm_head` gives the logits | `lm.model.lm_head` (inside `lm.prefill`) |
 # | 3. turn the logits into a token (the decoding strategy) | greedy, sampling or beam search | `tl.sampling` (chapters 6–8) |
 #
@@ -227,7 +227,7 @@ print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev
 #
 # ## 3.4 One head by hand
 #
-# The trace gives us the queries, keys and values of every token (after RoPE). From them, one head's
+# The trace gives us the queries, keys and values of every token (queries and keys after RoPE). From them, one head's
 # attention is four lines. Head 2 reads KV head $\lfloor 2/3 \rfloor = 0$.
 
 # %% slide={"code": [[1, 5], [7, 11], [13, 15]]}
@@ -328,8 +328,9 @@ attention_figure(capture, layer=1, head=2)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Layer 18: an attention sink", "zh": "第 18 层：注意力汇聚点"}, "say": true}
 # The three heads read the same keys and values but have their own queries, so their patterns differ:
-# head 2 looks at the previous token. In the first sentence heads 0 and 1 split their weight between the token
-# itself and the one before; from the full stop on, `.` takes a large share (in head 1, the largest in every row
+# head 2 looks at the previous token. In the first sentence head 1 splits its weight between the token itself
+# and the one before, and head 0 spreads its weight over the token itself, the one before and the first token;
+# from the full stop on, `.` takes a large share (in head 1, the largest in every row
 # after it). Deeper in the model the patterns change. In layer 18, heads 7 and 8 send almost all their
 # attention to the **first token**, whatever the query (an "attention sink": a head with nothing useful to
 # read parks its weight there; the first token's huge vector in 3.2 goes with it). Head 6 does the same in

@@ -156,7 +156,7 @@ row = torch.softmax(q_new @ keys.T / cfg.head_dim ** 0.5, dim=-1)  # [1, S + 1]:
 torch.testing.assert_close(row, b.probs[0, head, S:])
 print(viz.tr("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the lecture concludes", "zh": "讲座的结论"}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the lecture concludes", "zh": "第 11 讲的结论"}}
 # So, as the lecture concludes (slide “LLM 自回归过程中的 kv 复用”):
 # - **Keep K and V** of every token, in every layer: each later token reads all of them.
 # - **Never keep Q**: an old token's query served only its own row, which is finished. The new row needs
@@ -356,8 +356,9 @@ print(viz.tr("generated: {text!r}", text=tok.decode(generated)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "How much work the cache saves", "zh": "缓存省下多少计算"}, "say": ["(The two paths"]}
 # (The two paths add the same numbers in a different order, so the logits differ in the last bits of
-# float32, never by more than the tolerance. teachllm's tests run this check on every supported model
-# family, batch 1 and batch 3.)
+# float32, never by more than the tolerance. teachllm's tests run this check on the bundled model at batch 1
+# and batch 3, and compare prefill plus decode with transformers' forward pass on a tiny random checkpoint of
+# every supported model family, at batch 2.)
 #
 # **How much work does the cache save?** Without it, the model would rerun the whole sequence for every new
 # token: the lecture's "quadratic cost at every step". `tl.cost` counts the matmul FLOPs of both ways of
@@ -430,8 +431,8 @@ else:
 # for free. Then the cache matters less for a short chat than its FLOP count suggests. Near the FLOP ratio,
 # the arithmetic itself is the limit: this processor needs longer for the rerun's work than for one read of
 # the weights. Either way the cache matters more as the sequence grows: the rerun's FLOPs grow with every
-# token, and sooner or later compute, not memory, is the limit (the FLOP count at the start of 4.4 shows the
-# rerun's share growing with the prompt).
+# token, and sooner or later compute, not memory, is the limit (the FLOP count earlier in 4.4 shows the ratio
+# without to with the cache growing with the prompt).
 # Chapter 10 draws this as a roofline.
 #
 # ## 4.5 Watching the cache grow

@@ -241,7 +241,8 @@ print(viz.tr("{rows} rows (12 prefill + 6 decode) = the uncached forward's atten
              rows=len(capture.token_ids), L=cfg.n_layers))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention explorer", "zh": "注意力探索器"}}
-# The explorer shows every layer and head of the same capture; it opens on layer 1, head 2.
+# The explorer shows every layer and head for the same setting (the same prompt and number of decode
+# steps); it opens on layer 1, head 2.
 
 # %% slide={"code": [1, 3]}
 explorer = AttentionExplorer(lm, prompt, n_decode=6)
@@ -300,7 +301,8 @@ for name, c in ((viz.tr("prefill, {n}-token prompt", n=S), tl.cost.prefill_cost(
 # **The idea behind speculative decoding.** Decode still cannot run its tokens in one call the way prefill
 # does: each step needs the token the step before chose (exercise 1). But since a decode step is
 # memory-bound, a call over a few tokens moves about the bytes of a call over one (the weights, read once;
-# compare the short prefill with the decode step above), so on a memory-bound device it takes about as long.
+# compare the short prefill with the decode step above), so as long as the call stays memory-bound (as on a
+# GPU, with its high ridge point), it takes about as long.
 # Speculative decoding spends that slack: a small, cheap *draft* model proposes several tokens one by one,
 # and the model checks them all in one forward pass, whose rows give its own choice after each of them. It
 # keeps the proposals up to the first one it would not have chosen and takes its own choice there, so one

@@ -211,7 +211,7 @@ assert torch.allclose(after, torch.tensor([0.47, 0.35, 0.18, 0.0, 0.0]), atol=0.
 kept = float(notes_probs[:3].sum())  # the probability top-3 keeps
 print(viz.tr("kept mass {kept:.2f}; 0.40 / {kept:.2f} = {p:.2f}", kept=kept, p=0.40 / kept))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The lecture's example, k = 2", "zh": "讲座的例子：k = 2", "at": "The lecture's example"}, "say": ["The lecture's example"]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The lecture's example, k = 2", "zh": "第 11 讲的例子：k = 2", "at": "The lecture's example"}, "say": ["The lecture's example"]}
 # Each survivor is divided by the mass that is kept, 0.40 + 0.30 + 0.15 = 0.85, so 0.40 becomes 0.47.
 #
 # The lecture's example is a Chinese prompt, 南京大学计算机学院的课程有 ("the courses of Nanjing University's
@@ -237,9 +237,10 @@ print(viz.tr("words drawn in {n} samples: {words}", n=len(draws), words=drawn))
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Ties at the boundary", "zh": "边界上的并列", "at": "Two details from"}}
 # With k = 1 only the most likely word is left: **greedy decoding is top-k sampling with k = 1**.
 #
-# Two details from transformers' `TopKLogitsWarper`, which teachllm follows: k sets a threshold, the k-th
-# largest logit, and every token whose logit reaches it survives, so a token that ties with the k-th
-# largest logit is kept too; k = 0 switches top-k off.
+# Two details from transformers, which teachllm follows. From `TopKLogitsWarper`: k sets a threshold, the
+# k-th largest logit, and every token whose logit reaches it survives, so a token that ties with the k-th
+# largest logit is kept too. From `generate`, which builds the processors: k = 0 switches top-k off
+# (`TopKLogitsWarper` itself refuses k = 0).
 
 # %%
 tied = torch.tensor([0.40, 0.20, 0.15, 0.15, 0.10]).log()
@@ -435,8 +436,8 @@ print(viz.tr("top-p 0.5 keeps token(s) {ids}", ids=kept_ids),
 for broken in (torch.tensor([[1.0, math.nan, 0.5]]), torch.full((1, 3), -math.inf)):
     try:
         sampling.sample(broken, tl.SamplingParams(temperature=0))
-    except ValueError as error:
-        print(f"{broken.tolist()}: {error}")
+    except sampling.NoTokenError as error:  # its message, in the reader's language
+        print(f"{broken.tolist()}: {viz.tr(error.template, **error.fields)}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6.8 The presets: one setting per task *(optional)*
@@ -527,8 +528,8 @@ viz.DistributionExplorer(lm, question)
 # - The model gives logits, and softmax turns them into probabilities. A decoding strategy then picks one
 #   token.
 # - Greedy takes the argmax. It is top-k with k = 1, and `temperature=0` in teachllm and vLLM.
-# - Temperature divides the logits by T. T → 0 approaches greedy and T → ∞ approaches uniform. It is the
-#   only rule that changes the odds between tokens.
+# - Temperature divides the logits by T. T → 0 approaches greedy and T → ∞ approaches uniform. Of
+#   temperature, top-k, top-p and min-p, it is the only one that changes the odds between the tokens left.
 # - Top-k keeps a fixed number of tokens (*LLM Generation Process*: [.40, .30, .15, .10, .05] →
 #   [.47, .35, .18, 0, 0]). Top-p
 #   keeps the smallest set that reaches p, and the token that crosses p stays (p = 0.9 keeps four tokens,

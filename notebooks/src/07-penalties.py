@@ -347,7 +347,7 @@ for name, penalties in tips.items():
 # used, too little to change which token is largest here. It is meant for sampled creative text, where
 # small shifts in probability change which topics get drawn, not for breaking a greedy loop.
 #
-# **Order of tuning**: temperature → top-k / top-p → penalties → the remaining limits (stop words,
+# **Order of tuning**: temperature → top-k / top-p → penalties → the remaining limits (stop strings,
 # `max_tokens`). Change one knob at a time; temperature and the filters interact, and so do the penalties.
 #
 # **Engines differ.** HuggingFace `generate` has `repetition_penalty` (prompt and output) and

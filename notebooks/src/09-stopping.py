@@ -154,8 +154,8 @@ print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32, s
 print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32))))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The `check_stop_condition` of *LLM Generation Process* finds the string but returns the text uncut, and it
-# decodes the whole output again after every token. An engine cuts the text, keeps the tokens, and only
+# The `check_stop_condition` of *LLM Generation Process* finds the string but only returns
+# `True, "STOP_STRING"`: it does not cut the text. And it decodes the whole output again after every token. An engine cuts the text, keeps the tokens, and only
 # searches near the end.
 #
 # ## 9.6 `ignore_eos`

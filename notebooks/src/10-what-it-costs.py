@@ -18,7 +18,7 @@
 #   cache gets large.
 # - Where **TTFT**, **tokens/s** and the **decode rate** ($1 / \text{TPOT}$) come from.
 #
-# Cells that time something are marked: their output differs on every machine and every run.
+# Cells that time something give different output on every machine and every run.
 
 # %% slide={"title": {"en": "The model's shape", "zh": "模型的形状"}, "code": [[12, 16]]}
 import torch
@@ -390,7 +390,7 @@ print(format_points(points, viz.tr))
 print(viz.tr("highest share of the peak reached by a phase: {share:.0%}",
              share=max(p.achieved_flops for p in points) / device.peak_flops))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline", "zh": "屋顶线图"}, "say": true}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline", "zh": "Roofline 图"}, "say": true}
 # The static figure (the book's version) and the same view as a widget, whose *measure* button runs the
 # measurement again:
 
@@ -440,7 +440,7 @@ fig = viz.roofline_figure(h100, predicted)
 fig.for_each_trace(lambda t: t.update(name=t.name.replace(viz.tr("(measured)"), viz.tr("(Llama-7B, predicted)"))))
 fig
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where prefill crosses the ridge", "zh": "预填充在哪里越过脊点"}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where prefill crosses the ridge", "zh": "预填充在哪里越过屋脊点"}}
 # On an H100 a prefill is compute-bound only from a few hundred tokens on. Decode at batch 1 is far below,
 # for both models, and even batch 64 does not reach the ridge.
 #
@@ -572,8 +572,8 @@ print(viz.tr("the roof caps decode's share here at intensity ÷ ridge = {intensi
 # ridge the roof caps it at $\text{intensity} / \text{ridge}$ (the last line), and a real step stays under
 # the roof. A decode share no larger than that cap supports the interview answer's text ("below 20%") rather than
 # the 10–30% of both tables. Prefill's share depends on how busy the machine is: on a quiet one a long prefill
-# comes near the peak, since it runs the very matmuls the peak was measured on, and the verdicts say which
-# document's range it lands in; on a shared one it falls short of both. Two cautions: the course notes speak of GPUs
+# comes near the peak, since it runs the very matmuls the peak was measured on, and the busier the machine, the
+# further it falls short; the verdicts say which document's range this run lands in. Two cautions: the course notes speak of GPUs
 # serving large models, and their "GPU utilisation" is often the busy time a tool such as `nvidia-smi`
 # reports, not the share of peak FLOP/s measured here.
 
@@ -678,7 +678,8 @@ for r in rows:
 #   shorter than one read of the weights and the cache (the next cell shows how far this CPU is from that bound).
 #   $1 / \text{TPOT}$ is the **decode rate**.
 # - **tokens/s**, as chapter 1 defines it (`Metrics.tokens_per_s`), is
-#   $\text{output tokens} / \text{end-to-end time}$, TTFT included, so it is below the decode rate; the
+#   $\text{output tokens} / \text{end-to-end time}$, TTFT included, so it is below the decode rate (as long as
+#   TTFT is longer than TPOT); the
 #   shorter the answer, the more. A server's throughput is $\text{batch} / \text{step time}$, which batching
 #   raises.
 #
@@ -728,8 +729,9 @@ print(viz.tr("Llama-7B on an H100: TTFT ≥ {ttft:.1f} ms for a 1,000-token prom
 # (8-bit integers, one float16 scale per 32: 8.5 bits per weight). `tl.load()` de-quantises all of it to
 # float32. `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly, through PyTorch's
 # packed 4-bit kernel (`torch._weight_int4pack_mm_for_cpu`), in a small layer class of `teachllm.fastpath.quant`.
-# `kernel="int4"` asks for that kernel on every machine, so that the numbers below are the same everywhere;
-# which kernel is fastest depends on the CPU (the end of this section).
+# `kernel="int4"` asks for that kernel on every machine, so that every machine compares the same kernel (the
+# timings still differ from machine to machine); which kernel is fastest depends on the CPU (the end of this
+# section).
 #
 # These kernels are CPU kernels: `weights="gguf"` always runs on the CPU, in float32 around the packed
 # matrices. So this whole section runs on the CPU, and compares the 4-bit model with float32 and bfloat16
@@ -777,7 +779,7 @@ for name, b in step_bytes.items():
     print(viz.pad(viz.tr(name), 20) + viz.tr("{mb:8.1f} MB per step   {x:4.1f}× fewer than float32", mb=b / 1e6,
                                              x=step_bytes["float32"] / b))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline's decode rate, per precision", "zh": "各精度下屋顶线给出的解码速率"}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The roofline's decode rate, per precision", "zh": "各精度下 Roofline 模型给出的解码速率"}}
 # A memory-bound step takes at least $\text{bytes} / \text{bandwidth}$, so the roofline (with the CPU's bandwidth,
 # measured in 10.8 when the chapter runs on the CPU) predicts a decode rate (tokens per second, $1 / \text{TPOT}$) of
 # $\text{bandwidth} / \text{bytes per step}$. Now the measurement:
@@ -817,7 +819,7 @@ viz.figures.precision_roofline_figure(cpu, rows)
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the figure shows", "zh": "图中可见什么"}, {"en": "What it costs in quality", "zh": "质量上的代价", "at": "What it costs"}], "say": ["**Prefill and decode"]}
 # Open circles are where the roof puts each precision, dots where it landed. All of them sit far left of
 # the ridge: fewer bytes per weight move a step along the sloped, memory-bound part of the roof, and the
-# 4-bit model is several times faster than float32 here (the table gives this run's factor). bfloat16 halves
+# 4-bit model is much faster than float32 here (the table gives this run's factor). bfloat16 halves
 # the bytes, but how much of that becomes speed depends on how well the CPU's matmul kernels handle
 # bfloat16 (the table shows this machine). How near each dot comes to its circle is the × bandwidth column, and a
 # dot may even pass its circle: the bandwidth is measured only roughly, by one timed copy that reads and writes,
@@ -882,7 +884,7 @@ assert per["Chinese"][0] < per["English"][0] and per["Chinese"][1] > 2 * per["En
 # characters of the English one take 72: a Chinese character is often two or three byte-level pieces, and
 # once the first piece is chosen the others are easy to guess, which pulls the average per token down. Shared
 # out over the bytes of the text, a measure that does not depend on how the text was cut, the Chinese
-# paragraph costs the model 2.4 times as many bits. Compare languages, and tokenizers, per byte, never per
+# paragraph costs the model 2.4 times as many bits per byte. Compare languages, and tokenizers, per byte, never per
 # token. The bfloat16 and 4-bit rows of the quality table above compare what they were made for: each precision
 # against float32, on the same paragraph.
 
@@ -1029,8 +1031,8 @@ for name, row in speeds.items():
 # - TTFT follows prefill's FLOPs; TPOT follows decode's bytes. tokens/s is
 #   $\text{output tokens} / \text{end-to-end time}$, below the decode rate $1 / \text{TPOT}$.
 # - Decode's speed follows the bytes per weight. The bundled file in its own 4- and 8-bit blocks
-#   (`tl.load(weights="gguf")`) reads about a fifth of float32's bytes per step and decodes several times
-#   faster, at the cost of bfloat16-sized rounding in the logits.
+#   (`tl.load(weights="gguf")`) reads about a fifth of float32's bytes per step and decodes much faster,
+#   at the cost of bfloat16-sized rounding in the logits.
 # - Which kernel multiplies those weights fastest depends on the CPU's instructions: `kernel="auto"` measures
 #   it once per machine and keeps the fastest kernel that stays within the bound. Between the matrices, the
 #   fast path (`teachllm.fastpath.fused`) does the same arithmetic in fewer operations.

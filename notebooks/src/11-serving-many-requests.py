@@ -95,7 +95,7 @@ for r in rows:
 #   the matrix kernel: with one row, every weight matrix meets a single vector, and PyTorch calls a
 #   *matrix–vector* product (GEMV), a kernel written to stream the weights as fast as memory allows. From
 #   two rows on it calls a *matrix–matrix* product (GEMM), tuned for large square blocks, which on thin
-#   [2, 576] inputs reads the same weights several times more slowly. The next cell times the largest
+#   [2, 576] inputs reads the same weights much more slowly. The next cell times the largest
 #   matrix, the LM head ([576 × 49,152]), with 1, 2 and 8 rows.
 # - **Further on, the step time grows with the batch.** Not because there are more weights to read: at batch 32 a step moves
 #   under a tenth more bytes than at batch 1 (the first table). Two costs grow with the batch instead.

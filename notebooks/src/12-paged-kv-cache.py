@@ -79,7 +79,7 @@ print(viz.pad(viz.tr("paged, 16-token blocks:"), 27) + viz.tr(
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three fifths wasted, and for Llama-2-7B", "zh": "浪费五分之三；换成 Llama-2-7B"}}
 # The contiguous reservation wastes $1 - 900 / 2300$ of its slots, three fifths, and they stay reserved while
 # the requests run.
-# With blocks, only the last block of each request can be partly empty: under 16 slots per request. For
+# With blocks, only the last block of each request can be partly empty: under 16 wasted slots per request. For
 # Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the example's 2300 reserved slots are 1.1 GiB for
 # 900 tokens:
 
@@ -222,8 +222,9 @@ block_table_figure(run.timeline[1].block_tables, title=viz.tr("after iteration {
 # Step through the run: request 2's table grows by one block every four tokens. When request 0 finishes,
 # the blocks only it held go back to the pool's free queue (grey); the shared prefix blocks stay, since
 # others still hold them. Freed blocks keep their K and V, and are handed out again only after the
-# never-used ones: request 3, which begins with the same 28 tokens as request 0 ("What is the capital of"),
-# even finds one of them still holding what it needs (chapter 13 makes use of that).
+# never-used ones: request 3, whose prompt begins like request 0's (the template, then "What is the capital
+# of"), even finds one of them still holding what it needs, and so finds 28 prompt tokens in the cache
+# (chapter 13 makes use of that).
 
 # %%
 BlockTableView(run, start=1, columns=14)

@@ -37,7 +37,7 @@ import torch
 from .. import inputs
 from ..inputs import env_flag
 from ..model import Transformer
-from ..sampling import apply_min_p, apply_temperature, apply_top_k, apply_top_p, row_seeds
+from ..sampling import NoTokenError, apply_min_p, apply_temperature, apply_top_k, apply_top_p, row_seeds
 from ..timing import clock
 from .fused_float import FusedStep, why_unfused
 from .graph import BATCH_SIZES, CudaGraphDecoder, prefill
@@ -165,8 +165,9 @@ def raise_if_bad(bad: torch.Tensor) -> None:
     """At a read-back: the error settle / choosable would have raised at the step itself."""
     if bool(bad.any()):
         row = int(bad.nonzero()[0])
-        raise ValueError(f"logits row {row} holds NaN, or every token in it is ruled out: the model's output is "
-                         "broken, and no token can be chosen from it (found at a read-back of the fast path)")
+        raise NoTokenError("logits row {row} holds NaN, or every token in it is ruled out: the model's output is "
+                           "broken, and no token can be chosen from it (found at a read-back of the fast path)",
+                           row=row)
 
 
 # ---- the loop --------------------------------------------------------------------------------------------

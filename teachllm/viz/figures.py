@@ -273,8 +273,10 @@ def roofline_spec(device, points) -> tuple[list[dict], dict]:
                            y=[_sig(p.achieved_flops) for p in pts], marker=dict(size=10, color=COLORS[phase]),
                            hovertemplate="%{text}: %{x:.1f} " + tr("FLOP/byte") + ", %{y:.3s}FLOP/s<extra></extra>"))
     source = {"measured": tr("measured"), "spec sheet": tr("spec sheet")}.get(device.source, device.source)
-    title = tr("{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte",
-               device=device.label(tr), source=source, peak=device.peak_flops / 1e9,
+    peak = (f"{device.peak_flops / 1e12:.1f} TFLOP/s" if device.peak_flops >= 1e12  # a GPU's 989 TFLOP/s, not 989000
+            else f"{device.peak_flops / 1e9:.1f} GFLOP/s")
+    title = tr("{device} ({source}): peak {peak}, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte",
+               device=device.label(tr), source=source, peak=peak,
                bandwidth=device.bandwidth / 1e9, ridge=device.ridge)
     layout = dict(title=dict(text=title, font=dict(size=13)), height=440, margin=dict(t=100, b=80),
                   xaxis=dict(type="log", title=dict(text=tr("arithmetic intensity (FLOP/byte)")),

@@ -366,12 +366,13 @@ def blend_quality_spec(rows, title: str | None = None) -> tuple[list[dict], dict
                       key=lambda r: r.recompute_fraction)
         x = _round([r.recompute_fraction for r in mine])
         text = [f"r = {r.ratio:.2f}" for r in mine]
-        for axis, key in (("", "kl"), ("2", "ppl")):
+        for axis, key, label in (("", "kl", "KL"), ("2", "ppl", tr("perplexity"))):
             y = _round([getattr(r, key) for r in mine])
             traces.append(dict(type="scatter", name=tr(SELECT_NAMES[select]), x=x, y=y, mode="lines+markers", text=text,
                                xaxis=f"x{axis}", yaxis=f"y{axis}", showlegend=axis == "", legendgroup=select,
                                line=dict(color=color),
-                               hovertemplate=f"%{{text}}: compute %{{x:.3f}}, {key} %{{y:.4f}}<extra></extra>"))
+                               hovertemplate="%{text}: " + tr("compute share") + " %{x:.3f}, " + label
+                               + " %{y:.4f}<extra></extra>"))
     full = rows[0].ppl_full
     traces.append(dict(type="scatter", name=tr("full prefill"), mode="lines", x=[0, 1], y=[round(full, 4)] * 2,
                        xaxis="x2", yaxis="y2", line=dict(color="#636363", dash="dash")))

@@ -115,11 +115,11 @@ ZH: dict[str, str] = {
         "预填充 {prompt} 个 token，再解码 {n} 步：共 {total:.0f} ms",
     "time since the prompt went in (ms)": "从输入提示词起的时间（ms）",
     "% of peak FLOP/s": "占峰值 FLOP/s 的百分比",
-    "roof: {device}": "{device} 的 Roofline",
+    "roof: {device}": "屋顶：{device}",
     "{name} (measured)": "{name}（实测）",
     "{name} (roofline)": "{name}（Roofline 预测）",
-    "{device} ({source}): peak {peak:.1f} GFLOP/s, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte":
-        "{device}（{source}）：峰值 {peak:.1f} GFLOP/s，带宽 {bandwidth:.1f} GB/s，屋脊点 {ridge:.1f} FLOP/字节",
+    "{device} ({source}): peak {peak}, {bandwidth:.1f} GB/s, ridge {ridge:.1f} FLOP/byte":
+        "{device}（{source}）：峰值 {peak}，带宽 {bandwidth:.1f} GB/s，屋脊点 {ridge:.1f} FLOP/字节",
     "arithmetic intensity (FLOP/byte)": "算术强度（FLOP/字节）",
     "FLOP/byte": "FLOP/字节",
     "ridge": "屋脊点",
@@ -140,7 +140,7 @@ ZH: dict[str, str] = {
     "each penalty in turn (a missing bar: banned, −∞)": "依次施加每种惩罚（没有柱子的 token 被禁止，logit 为 −∞）",
     "logit": "logit 值",
     "dropped later": "后来被淘汰",
-    "best finished sequence": "得分最高的完整序列",
+    "best finished sequence": "得分最高的完成假设",
     "beams": "束",
     "sum of log p": "log p 之和",
     "beam search: every beam kept at each step": "束搜索：每一步保留下来的所有束",
@@ -229,6 +229,8 @@ ZH: dict[str, str] = {
     "share of a full prefill's compute (token-layers)": "占完整预填充计算量的比例（token·层）",
     "KL(full ‖ blended)": "KL(完整预填充 ‖ CacheBlend)",
     "perplexity of the question": "问题部分的困惑度",
+    "perplexity": "困惑度",
+    "compute share": "计算量占比",
     # ---- the notebooks' own figures (notebooks/src)
     "Entropy of the next-token distribution against temperature": "下一个 token 分布的熵随温度的变化",
     "temperature T": "温度 T",
@@ -493,7 +495,7 @@ ZH: dict[str, str] = {
     "{name:<14} prefill is compute-bound here from {n} tokens on":
         "{name:<14} 预填充在这里从 {n} 个 token 起是计算密集型的",
     "weights {mb:.0f} MB": "权重 {mb:.0f} MB",
-    "tokens per pass": "每次前向的 token 数",
+    "tokens per pass": "每次前向传播的 token 数",
     "attention, per head": "每个头的注意力",
     "attention FLOPs (O(N²d), O(Nd))": "注意力的 FLOPs（O(N²d)、O(Nd)）",
     "all FLOPs": "全部 FLOPs",
@@ -554,7 +556,7 @@ ZH: dict[str, str] = {
     "                     MB/step roofline decode rate  measured  × float32  × bandwidth":
         "                       MB/步 Roofline 预测的解码速率   实测  × float32       × 带宽",
     "                     max |Δlogit|   mean KL  ppl English  ppl Chinese":
-        "                     max |Δlogit|   平均 KL   英文困惑度   中文困惑度",
+        "                    最大 |Δlogit|   平均 KL   英文困惑度   中文困惑度",
     "relative error against float32: {error:.0e}": "相对 float32 的误差：{error:.0e}",
     "the avx2 kernel does not run here: {why}": "avx2 内核在这里不能运行：{why}",
     "the same logits within 1e-4: {same}": "两者的 logits 相差在 1e-4 以内：{same}",
@@ -591,7 +593,7 @@ ZH: dict[str, str] = {
     "{n} thread": "{n} 个线程",
     "{n} threads": "{n} 个线程",
     "kernels on {cpu} ({capability} dispatch, {threads}, torch {torch}): {how}":
-        "各内核，机器 {cpu}（{capability} 分派，{threads}，torch {torch}）：{how}",
+        "{cpu}（{capability} 分派，{threads}，torch {torch}）上的内核选择：{how}",
     " {when}, in {seconds:.1f} s": "（{when}，用时 {seconds:.1f} s）",
     "  not considered: {kernels}": "  未考虑：{kernels}",
     "forced: outside the faithful bound, for comparison": "指定：超出允许的误差界，只用来比较",
@@ -661,10 +663,21 @@ ZH: dict[str, str] = {
     # chapter 5
     "mask: {shape} all True: {all_true}": "掩码：{shape} 全为 True：{all_true}",
     "call                         tokens   GFLOP  MB moved  FLOP/byte":
-        "调用                        token 数   GFLOP   搬运 MB  FLOP/byte",
+        "调用                        token 数   GFLOP   搬运 MB  FLOP/字节",
     "prefill, {n}-token prompt": "预填充，{n} 个 token 的提示词",
     "decode step, T = {T}": "解码步，T = {T}",
     # chapter 6
+    "logits row {row} holds NaN (token {token}, and maybe others): the model's output is broken, and no token can be "
+    "chosen from it":
+        "第 {row} 行 logits 含有 NaN（id 为 {token} 的 token，可能还有别的）：模型的输出已经坏了，从中选不出任何 token",
+    "logits row {row}: every token is ruled out (all logits are -inf), so none can be chosen; the penalties and "
+    "filters removed them all":
+        "第 {row} 行 logits 中的每个 token 都被排除了（logits 全为 -inf），所以一个也选不出："
+        "惩罚和过滤规则把它们全删掉了",
+    "logits row {row} holds NaN, or every token in it is ruled out: the model's output is broken, and no token can "
+    "be chosen from it (found at a read-back of the fast path)":
+        "第 {row} 行 logits 含有 NaN，或者其中每个 token 都被排除了：模型的输出已经坏了，从中选不出任何 token"
+        "（在快速路径读回结果时发现）",
     "{name}: largest logits": "“{name}”：最大的 logits",
     "{name}: greedy picks {token!r}": "“{name}”：贪婪解码选中 {token!r}",
     "after top-k = {k}": "top-k = {k} 之后",
