@@ -202,7 +202,8 @@ print(viz.tr("after {n} merges: {pieces}", n=len(merges), pieces=bpe_encode(text
 # as a single token. Seven merges and nothing is left to merge.
 #
 # Its `er` and `es` must come from counting over a larger text, in which many words end in *-er* and
-# *-est* (exercise 1). Its merge list, applied with `bpe_encode`, does give its final pieces:
+# *-est* (exercise 1). Its four listed merges, plus the `es` + `t` its "..." must contain, applied with
+# `bpe_encode`, do give its final pieces:
 
 # %%
 notes_merges = [("l", "o"), ("lo", "w"), ("e", "r"), ("e", "s"), ("es", "t")]
@@ -272,7 +273,7 @@ for sentence in held_out:
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Watch the merges build a sentence", "zh": "看合并一步步拼出句子"}, "say": true}
 # Watch the first held-out sentence being built, one merge at a time: drag the **merges** slider from 0 (single
-# characters) to 300 (all our merges). Each box is one piece; the title names the merge just applied.
+# characters) to 300 (all our merges). Each box is one piece; the title names the latest merge (it need not change this sentence).
 
 # %% slide={"code": [3]}
 for n in (0, 10, 50, 300):

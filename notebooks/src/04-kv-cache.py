@@ -141,7 +141,7 @@ print(viz.tr("all {L} layers: every value of the 12 old tokens is unchanged by t
 # $$
 #
 # It needs the **new** token's query and the keys and values of **all** tokens. The old tokens' keys and
-# values are exactly those of the 12-token run (checked above), so the new row can be built from the
+# values are those of the 12-token run, up to rounding (checked above), so the new row can be built from the
 # short run's K and V plus the new token's own k and v. We do it for head 2 of layer 1:
 
 # %% slide={"title": {"en": "The new row from the old K and V", "zh": "用旧的 K、V 算出新的一行"}}

@@ -73,8 +73,8 @@ for name, logits in (("sure", sure), ("open", open_)):
 # *LLM Generation Process* (§4.1) illustrates softmax with four logits, [−1.2, 0.5, 2.3, −0.1, …], and four
 # probabilities, [0.01, 0.05, 0.30, 0.03, …]. Those numbers are illustrative, not the output of a model,
 # and the "…" matters: softmax over the four logits alone gives quite different probabilities. The
-# example's numbers fit one normaliser, a vocabulary in which the tokens not listed hold most of the
-# probability:
+# four probabilities do all follow from one normaliser (Σ exp(z) over the whole vocabulary), so in that
+# vocabulary the tokens not listed hold most of the probability:
 
 # %% slide={"code": [[1, 3]]}
 notes_z = torch.tensor([-1.2, 0.5, 2.3, -0.1])
@@ -106,8 +106,8 @@ print("softmax(logits + 100) == softmax(logits):", torch.allclose(shifted, open_
 # ## 6.2 Greedy decoding
 #
 # The simplest strategy takes the most likely token, `argmax(logits)`. It is deterministic: the same input
-# always gives the same output. That suits factual answers, but a greedy model can loop (chapter 7) and
-# never surprises anyone. In teachllm, `temperature=0` means greedy, as in vLLM:
+# always gives the same output. That suits factual answers, but greedy decoding can loop (chapter 7) and
+# does not suit creative writing. In teachllm, `temperature=0` means greedy, as in vLLM:
 
 # %%
 greedy = tl.SamplingParams(temperature=0)
@@ -161,7 +161,7 @@ for name, logits in (("The capital of France is", sure), ("Once upon a time, the
     H = [round(viz.data.entropy_bits(sampling.apply_temperature(logits, T)), 2) for T in temperatures]  # bits
     fig.add_scatter(x=temperatures, y=H, mode="lines+markers", name=name)
 fig.add_hline(y=round(math.log2(tok.vocab_size), 4), line_dash="dash", annotation_text=viz.tr("uniform: log₂ V"))
-for (low, high), color, task in (((0.1, 0.5), "#9ecae1", viz.tr("QA, summaries")), ((0.7, 1.3), "#fdae6b", viz.tr("creative"))):
+for (low, high), color, task in (((0.1, 0.5), "#9ecae1", viz.tr("QA, summaries")), ((0.7, 1.3), "#fdae6b", viz.tr("creative, brainstorming"))):
     fig.add_vrect(x0=low, x1=high, fillcolor=color, opacity=0.25, line_width=0)  # the lecture's ranges
     fig.add_annotation(x=round(math.log10(low), 4), y=17.5, text=task, showarrow=False, xanchor="left")  # log axis
 print(viz.tr("at T = 0.5: sure {sure:.3f} bits, open {open:.3f} bits",

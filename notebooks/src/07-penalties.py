@@ -150,10 +150,10 @@ for r in (1.0, 1.05, 1.3):
 # The penalty broke the loop, but not the way it should. Two facts explain it. First, the tokenizer is
 # byte-level: a Chinese character is three bytes in UTF-8, and most characters of the question take two
 # tokens, a first piece and a one-byte tail. The next cell prints each character with its bytes and its
-# token ids (a piece that is not a whole character prints as `'�'`). A tail is shared by every character that
-# ends in the same byte: 句 and 春 end in the same one. Second, the repetition penalty counts the prompt. So
+# token ids. A tail is shared by every character that ends in the same byte: 句 and 春 end in the same one. Second, the repetition penalty counts the prompt. So
 # every piece of the question's characters is penalised, and through the shared tails, characters the
-# question never used. The cell after it looks at the answer's first token, without the penalty and with it:
+# question never used. The cell after it looks at the answer's first token, without the penalty and with it
+# (a piece that is not a whole character prints as `'�'`):
 
 # %%
 for ch in "写一句关于春天的话。":  # each character, its UTF-8 bytes, its token ids

@@ -129,8 +129,8 @@ print(viz.tr("with include_stop_str_in_output: {text!r}", text=kept.text))
 texts = [tok.token_text(i) for i in answer.token_ids]
 print(viz.tr("tokens: {tokens}", tokens="|".join(texts)))
 i = texts.index(" France")
-stop = texts[i][-4:] + texts[i + 1][:3]  # 'ance' + ' is'
-print(viz.tr("stop string: {stop!r}, made of the end of {a!r} and the start of {b!r}", stop=stop, a=texts[i],
+stop = texts[i][-4:] + texts[i + 1]  # 'ance' + ' is'
+print(viz.tr("stop string: {stop!r}, made of the end of {a!r} and all of {b!r}", stop=stop, a=texts[i],
              b=texts[i + 1]))
 
 # %% slide={"title": {"en": "Cut where the stop string begins", "zh": "在停止字符串开始处截断"}, "code": [[1, 5]], "output": [1, 2, [5, 6]]}

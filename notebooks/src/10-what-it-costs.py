@@ -350,8 +350,8 @@ print(viz.tr("prefill, FLOP/byte per prompt token at s = 300: {x:.2f}", x=per_to
 # and is counted once). Prefill does 37 or 300 tokens' worth of work with them, and a decode step does one.
 # Each weight is used for one multiply-add (2 FLOPs) per token, and a float32 weight is 4 bytes, so a
 # batch-1 decode step does **0.5 FLOP per byte** (about 1 in bfloat16). Prefill does about 0.4 × $s$: the
-# embedding matrix, a fifth of the weights, goes through the LM head for the last position only. A batch
-# of 16 decode steps reads the weights once and does 16 times the work.
+# embedding matrix, a fifth of the weights, goes through the LM head for the last position only. A decode
+# step at batch 16 reads the weights once and does 16 times the work.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.8 The roofline of this machine
@@ -620,8 +620,8 @@ for batch in (1, 4, 16, 32):
           f"{c.intensity:>11.2f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Llama-7B on an H100: the cache catches up", "zh": "H100 上的 Llama-7B：缓存追上来"}}
-# The weights are read once whatever the batch. But each sequence reads its own KV cache, so "once for 32
-# tokens" holds only while the cache is small next to the weights. For a 7B model, the size
+# The weights are read once whatever the batch. But each sequence reads its own KV cache, so 32 times the
+# work for nearly the same bytes holds only while the cache is small next to the weights. For a 7B model, the size
 # the 14GB stands for (*LLM Inference Flow* §3.3 estimates Llama-7B too), in bfloat16, here on an H100 at
 # 1,000 tokens of context, the roofline predicts:
 

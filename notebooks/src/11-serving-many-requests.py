@@ -68,7 +68,7 @@ print(viz.tr("batch 1: {flops:.2f} FLOPs per weight", flops=flops_per_weight))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Measured: decode rate by batch", "zh": "实测：不同批次的解码速率"}, "say": true}
 # The work grows 32-fold from batch 1 to batch 32, the memory traffic barely moves, so the arithmetic
-# intensity grows almost 32-fold too. While decode is memory-bound (chapter 10), a step takes about as
+# intensity grows nearly as much. While decode is memory-bound (chapter 10), a step takes about as
 # long as reading the weights, so a batch of $b$ should give nearly $b$ times the tokens per second.
 # Measured on this machine (`decode_throughput` times `lm.decode_step` on a contiguous cache: for each
 # batch, the median of three runs of four steps; the numbers change from run to run, so look at their
@@ -91,7 +91,7 @@ for r in rows:
 # - **From batch 2 to batch 8 a step costs far less than four times as much.** That is the memory-bound regime:
 #   the weights are read once per step, whatever the batch, and most of the few extra multiply-adds per weight
 #   fit in the time the read takes. So four times the batch gives well over twice the decode rate.
-# - **Batch 2 costs more than batch 1**, so its throughput is barely higher. That is not the model but
+# - **Batch 2 costs more than batch 1**, so its decode rate is barely higher. That is not the model but
 #   the matrix kernel: with one row, every weight matrix meets a single vector, and PyTorch calls a
 #   *matrix–vector* product (GEMV), a kernel written to stream the weights as fast as memory allows. From
 #   two rows on it calls a *matrix–matrix* product (GEMM), tuned for large square blocks, which on thin

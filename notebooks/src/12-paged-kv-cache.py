@@ -152,7 +152,7 @@ print(viz.tr("request 0 finished; request 2: {n} tokens → blocks {table} (not 
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Request 2's slots", "zh": "请求 2 的槽位"}, "say": true}
 # Now run request 2's prompt through the model with the pool as its cache (`pool.view` is what the engine
-# passes to the decoder for one forward call), and the same prompt with a contiguous cache. Every key must
+# passes to the model for one forward call), and the same prompt with a contiguous cache. Every key must
 # land at the slot the formula says:
 
 # %% slide={"code": [[7, 8], [10, 12]], "output": [[1, 5], [9, 11]]}
@@ -175,8 +175,8 @@ for layer in range(lm.config.n_layers):
     torch.testing.assert_close(flat_v[slots], contiguous.values(layer)[0].transpose(0, 1), atol=tol.values, rtol=0)
 print(viz.tr("every layer: the key and value of position p are at slot(p), equal to the contiguous cache's"))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["To attend, the"]}
-# To attend, the decoder needs a request's keys in order. `PagedBatch.write` gathers them through the slot
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["To attend, each"]}
+# To attend, each layer needs a request's keys in order. `PagedBatch.write` gathers them through the slot
 # mapping into a dense tensor; vLLM's PagedAttention kernel instead reads the blocks where they lie, without
 # the copy. The arithmetic is the same.
 #
@@ -273,8 +273,8 @@ print(viz.tr("mean over {n} iterations: paged wastes {paged:.1%} of what it allo
              contiguous=sum(u.contiguous_waste for u in busy) / len(busy)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Three requests stop early at `<|im_end|>` (8 to 12 tokens of the 32 allowed), so their reservations are
-# mostly empty for their whole life; paging wastes at most three slots per request, and holds the shared
+# Three requests stop early at `<|im_end|>` (8 to 12 tokens of the 32 allowed), so the slots reserved
+# for their output stay mostly empty; paging wastes at most three slots per request, and holds the shared
 # prefix once for everybody. *LLM Inference Flow* §7.3 claims "no fragmentation" for blocks, and it is nearly
 # true: waste is bounded by one block per request, and the block size sets that bound (exercise 1).
 #

@@ -115,8 +115,8 @@ print(viz.tr("block 0 of the first request is in the cache under its name: {foun
 #
 # 1. **Positions.** A stored key was rotated by RoPE for position *p* inside its document, but it now sits at
 #    *p* + offset. Rotations add up, so one more rotation by the offset repairs it exactly (`shift_keys`).
-# 2. **Cross-attention.** A document computed alone never attended to the documents before it, so from the
-#    second layer on its K and V differ from those of a full prefill. Only computing repairs that.
+# 2. **Cross-attention.** A document computed alone never attended to the documents before it, so from
+#    layer 1 on (every layer after layer 0) its K and V differ from those of a full prefill. Only computing repairs that.
 #
 # Both, checked on two of the documents:
 
@@ -303,8 +303,8 @@ result = int8_error(lm, prompt, n_decode=16)
 print(viz.tr("max |logit difference| {diff:.2f} (logits are of size ≈ 20), mean KL {kl:.4f}, same top-1 token in "
              "{agree:.0%} of the steps", diff=result["max_abs_logit_diff"], kl=result["mean_kl"],
              agree=result["top1_agreement"]))
-print(viz.tr("free-running int8 greedy decode: the same tokens as {dtype} for {same} of {n} steps", dtype=dtype,
-             same=result["greedy_tokens_identical"], n=result["n_decode"]))
+print(viz.tr("free-running int8 greedy decode: the same tokens as {dtype} for the first {same} of {n} steps",
+             dtype=dtype, same=result["greedy_tokens_identical"], n=result["n_decode"]))
 assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01  # on every CPU we ran it on
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "A quarter of the memory", "zh": "四分之一的内存"}, "say": ["*LLM Inference Flow*", "The interview answer", "After each exercise,", "Work in the cells"]}
@@ -340,8 +340,8 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # - Precomputed chunks placed after other text need their keys rotated (exact) and their cross-attention
 #   restored (not possible without computing). CacheBlend's HKVD selection, at *LLM Inference Flow*'s 15% of
 #   the tokens, removes most of the quality loss for about a fifth of the prefill compute; random selection does much worse.
-# - Speculative decoding keeps the target's exact output; it pays only with a draft that is cheap *and* agrees
-#   often. Layer-dropping drafts of this untrained-for-it model agree rarely, and the speed-up here is below 1.
+# - With greedy verification, speculative decoding keeps the target's exact greedy output; it pays only with
+#   a draft that is cheap *and* agrees often. Layer-dropping drafts of this untrained-for-it model agree rarely, and the speed-up here is below 1.
 # - An int8 KV cache takes 27% of the float32 memory at a small logit error.
 #
 # ## Exercises

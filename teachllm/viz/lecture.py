@@ -220,14 +220,14 @@ def pipeline_stages(lm, prompt: str, params: SamplingParams | None = None) -> li
     second = int(sample(process_logits(step_logits, params, [ids], [[first]]), params)[0])
     text = tok.decode([first, second])
     return [
-        PipelineStage("tokenizer", tr("{n} characters → ids", n=len(prompt)), f"ids [{len(ids)}]"),
+        PipelineStage("tokenizer", tr("{n} characters → ids", n=len(prompt)), tr("ids [{n}]", n=len(ids))),
         PipelineStage("prefill", tr("every prompt token at once; fills the KV cache"),
                       f"[1, {len(ids)}] → logits {list(logits.shape)}"),
         PipelineStage("KV cache", tr("K and V of every layer"), tr("K, V: {shape} each", shape=list(cache_shape))),
         PipelineStage("decode loop", tr("one token per step, reads the cache"),
                       f"[1, 1] → logits {list(step_logits.shape)}"),
         PipelineStage("sampler", tr("logits → one id (greedy)") if params.greedy else tr("logits → one id (sampled)"),
-                      f"ids {first}, {second}"),
+                      tr("ids {first}, {second}", first=first, second=second)),
         PipelineStage("detokenizer", tr("ids → text"), repr(text)),
     ]
 

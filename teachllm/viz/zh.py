@@ -53,7 +53,8 @@ ZH: dict[str, str] = {
     "code": "代码",
     "factual QA": "事实问答",
     "chat": "对话",
-    "creative": "创作、头脑风暴",
+    "creative": "创意写作",
+    "creative, brainstorming": "创作、头脑风暴",
     "brainstorm": "头脑风暴",
     "random seed": "随机种子",
     "sample": "采样",
@@ -151,13 +152,15 @@ ZH: dict[str, str] = {
     "decode loop": "解码循环",
     "sampler": "采样器",
     "detokenizer": "反分词器",
-    "{n} characters → ids": "{n} 个字符 → ids",
+    "{n} characters → ids": "{n} 个字符 → id",
+    "ids [{n}]": "{n} 个 id",
+    "ids {first}, {second}": "id 为 {first}、{second}",
     "every prompt token at once; fills the KV cache": "一次处理全部提示词 token，写入 KV 缓存",
     "K and V of every layer": "每一层的 K 和 V",
     "one token per step, reads the cache": "每步一个 token，读取缓存",
     "logits → one id (greedy)": "logits → 一个 id（贪婪解码）",
     "logits → one id (sampled)": "logits → 一个 id（采样）",
-    "ids → text": "ids → 文本",
+    "ids → text": "id → 文本",
     "one prompt through the pipeline": "一个提示词走过整条流水线",
     # ---- serving: the iteration timeline
     "request {rid}, iteration {i}: ": "请求 {rid}，第 {i} 次迭代：",
@@ -275,8 +278,8 @@ ZH: dict[str, str] = {
     "every best beam's score = the sum of its tokens' log-probabilities":
         "每一步最好的束，得分 = 其各 token 对数概率之和",
     "{n} nodes; the best path: {path!r}": "{n} 个节点；最好的路径：{path!r}",
-    "stop string: {stop!r}, made of the end of {a!r} and the start of {b!r}":
-        "停止字符串：{stop!r}，由 {a!r} 的末尾和 {b!r} 的开头拼成",
+    "stop string: {stop!r}, made of the end of {a!r} and all of {b!r}":
+        "停止字符串：{stop!r}，由 {a!r} 的末尾和整个 {b!r} 拼成",
     "residual stream entering the layer  [B, S, h]": "进入这一层的残差流                   [B, S, h]",
     "queries of each token, after RoPE     [B, n_h, S, d]": "每个 token 的查询，已施加 RoPE       [B, n_h, S, d]",
     "keys, after RoPE (what the cache keeps) [B, n_kv, S, d]": "键，已施加 RoPE（缓存保存的就是它）  [B, n_kv, S, d]",
@@ -341,8 +344,8 @@ ZH: dict[str, str] = {
     "{agree:.0%} of the steps":
         "logit 的最大差 {diff:.2f}（logits 本身的大小约为 20），平均 KL {kl:.4f}，"
         "{agree:.0%} 的步骤选出相同的 top-1 token",
-    "free-running int8 greedy decode: the same tokens as {dtype} for {same} of {n} steps":
-        "让 int8 缓存独自做贪婪解码：{n} 步中有 {same} 步的 token 与 {dtype} 相同",
+    "free-running int8 greedy decode: the same tokens as {dtype} for the first {same} of {n} steps":
+        "让 int8 缓存独自做贪婪解码：{n} 步中，前 {same} 步的 token 与 {dtype} 相同",
     "token          logit   after    loss": "token          logit  处理后    减少",
     "step  phase    token             p  cache length": "  步  阶段     token             p      缓存长度",
     "step  phase   token           p  cache length": "  步  阶段    token           p      缓存长度",
@@ -477,7 +480,7 @@ ZH: dict[str, str] = {
         "预填充，s = 300 时每个提示词 token 贡献的 FLOP/字节：{x:.2f}",
     "{n} of the model's matmul shapes (m, k, n), and one square one: {shapes} …":
         "模型的 {n} 种矩阵乘法形状 (m, k, n)，外加一个方阵：{shapes} …",
-    "{device} for comparison": "{device}，作为对比",
+    "{device} for comparison": "作为对比：{device}",
     "highest share of the peak reached by a phase: {share:.0%}": "各阶段达到峰值的最高比例：{share:.0%}",
     "                             FLOP/byte    bound  time at the roof":
         "                             FLOP/字节     瓶颈    按屋顶算的耗时",
@@ -521,7 +524,7 @@ ZH: dict[str, str] = {
     "below": "低于范围",
     "above": "高于范围",
     "the roof caps decode's share here at intensity ÷ ridge = {intensity:.2f} ÷ {ridge:.1f} = {cap:.1%}":
-        "屋顶给这里解码的比例设的上限：算术强度 ÷ 屋脊点 = {intensity:.2f} ÷ {ridge:.1f} = {cap:.1%}",
+        "在这台机器上，屋顶把解码的比例限制在：算术强度 ÷ 屋脊点 = {intensity:.2f} ÷ {ridge:.1f} = {cap:.1%}",
     " {n:>2} step(s), {ms:7.1f} ms in all, mean utilisation {u:6.1%} of peak FLOP/s":
         " {n:>2} 步，共 {ms:7.1f} ms，平均利用率为峰值 FLOP/s 的 {u:6.1%}",
     "decode step at T = {T} keys": "T = {T} 个键时的一个解码步",
