@@ -223,7 +223,7 @@ assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_
 #    TTFT and time per output token change, then measure. Write `tokens_per_pass(lm, ids, max_tokens)`, the
 #    number of tokens each forward pass feeds the model while it generates `max_tokens` tokens after the prompt
 #    `ids` (end-of-sequence ignored), and set `grows_with_prompt` to `"TTFT"` or `"TPOT"`: the one that grows
-#    with the prompt's length.
+#    markedly with the prompt's length.
 # 2. Is the end-of-sequence token part of `result.token_ids`? Is it part of `result.text`? Answer with
 #    `eos_in_token_ids` and `eos_in_text` (True or False), and write `stopped_at_eos(lm, token_ids)`, True when a
 #    generation ended because the model chose an end-of-sequence token. Why might an engine keep the token in one
@@ -251,7 +251,7 @@ def tokens_per_pass(lm, ids, max_tokens):
     ...  # your code
 
 
-grows_with_prompt = None  # "TTFT" or "TPOT": which one grows with the prompt's length?
+grows_with_prompt = None  # "TTFT" or "TPOT": which one grows markedly with the prompt's length?
 
 # %% tags=["check"] slideshow={"slide_type": "skip"}
 # Check exercise 1: public checks only; the grader runs more.

@@ -94,8 +94,8 @@ print(viz.tr("Does encode put it first? {answer}", answer=tok.encode("Hi")[0] ==
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2.3 Special tokens and the chat template
 #
-# A **special token** is a vocabulary entry that is never produced by splitting ordinary text pieces: it is
-# matched as a whole string and stands for a piece of structure. SmolLM2 has 17 of them. `<|im_start|>` and
+# A **special token** is a vocabulary entry that no BPE merge builds: the tokenizer finds its whole string
+# before it splits the rest of the text, and turns it into one id. It marks a piece of structure. SmolLM2 has 17 of them. `<|im_start|>` and
 # `<|im_end|>` are the chat template's, `<|endoftext|>` separates documents in the pretraining data, and the
 # others mark code files, GitHub issues and Jupyter cells in the training data.
 

@@ -426,9 +426,9 @@ else:
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Where the time", "`cache_point` reads a"]}
 # Where the time ratio lands tells you what limits this machine at this length; the cell above prints which.
-# Near the bytes ratio, a step is **memory-bound**: the processor spends its time waiting for the weights
-# to arrive from memory, and the extra arithmetic of rerunning the earlier tokens fits in that wait almost
-# for free. Then the cache matters less for a short chat than its FLOP count suggests. Near the FLOP ratio,
+# Near the bytes ratio, a step is mostly **memory-bound**: the processor spends most of its time waiting
+# for the weights to arrive from memory, and most of the extra arithmetic of rerunning the earlier tokens
+# hides in that wait. Then the cache matters less for a short chat than its FLOP count suggests. Near the FLOP ratio,
 # the arithmetic itself is the limit: this processor needs longer for the rerun's work than for one read of
 # the weights. Either way the cache matters more as the sequence grows: the rerun's FLOPs grow with every
 # token, and sooner or later compute, not memory, is the limit (the FLOP count earlier in 4.4 shows the ratio
@@ -439,7 +439,7 @@ else:
 #
 # `cache_point` reads a cache after each step of the generation loop: its own byte count, the formula's,
 # and each layer's tensors. `cache_growth_figure` draws them. The loop allocates $S$ + `max_tokens` slots up
-# front; the used bytes climb by 46,080 per step towards that line.
+# front (the flat "contiguous: allocated" line); the used bytes climb by 46,080 per step towards it.
 
 # %% slide={"code": false}
 params = tl.SamplingParams(temperature=0, max_tokens=12)

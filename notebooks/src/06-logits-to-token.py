@@ -177,7 +177,7 @@ fig
 # overconfident, so their output lacks variety. Top-k and top-p (next sections) cannot fix that: they only
 # remove candidates, and the survivors keep their relative odds. Temperature is a continuous control over
 # the *shape* of the distribution, between stable and creative, and is usually the first setting to tune.
-# Compare the odds between the two best tokens of the "open" prompt after a top-k cut and after a
+# Compare the odds between the two best tokens after the "open" prompt after a top-k cut and after a
 # temperature:
 
 # %% slide={"code": [[1, 4]]}

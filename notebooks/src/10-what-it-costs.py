@@ -200,7 +200,7 @@ def rule_parts(cfg, n):
     return exact.total / rule, exact.attention / rule, (rule - (exact.total - exact.attention)) / rule
 
 
-print(viz.tr(" prompt | SmolLM2-135M: exact÷rule  +attn  −emb/head | Llama-7B: exact÷rule  +attn  −emb/head"))
+print(viz.tr(" prompt | SmolLM2:      exact÷rule  +attn  −emb/head | Llama-7B: exact÷rule  +attn  −emb/head"))
 for n in (37, 300, 819, 1000, 2000, 4096, 8192):
     row = [f"{r:>10.3f}{a:>8.3f}{e:>9.3f}" for r, a, e in (rule_parts(config, n), rule_parts(llama_7b, n))]
     print(f"{n:>7} | {row[0]:<43}| {row[1]}")
@@ -403,11 +403,11 @@ viz.widgets.refresh(roofline_view.figure, viz.figures.roofline_spec(device, poin
 roofline_view
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "How to read it", "zh": "怎样读这张图"}, {"en": "On a GPU the picture shifts", "zh": "换到 GPU 上，图景就变了", "at": "**On a GPU the"}], "say": ["**On a GPU the"]}
-# How to read it: decode points sit far to the left, at 0.5 FLOP/byte for batch 1 and about 6 for batch 16.
-# Prefill sits to the right, and the longer the prompt, the further right. A point can only be on or under
-# the roof: the peak is the best of the model's own matmuls, and a phase does those matmuls and more (the
+# How to read it: batch-1 decode sits far to the left, at 0.5 FLOP/byte; batch 16, at about 6, lands beside
+# the shortest prefill. The longer the prompt, the further right prefill sits. A point cannot rise above the
+# flat roof: the peak is the best of the model's own matmuls, and a phase does those matmuls and more (the
 # last line under the table above says how close the best phase came; `tests/test_roofline.py` checks that
-# none goes over). On a CPU the ridge is low, because a CPU has little arithmetic for its memory bandwidth: the
+# no phase exceeds the peak). The slope rests on a roughly measured bandwidth and is only an estimate. On a CPU the ridge is low, because a CPU has little arithmetic for its memory bandwidth: the
 # device line above gives this machine's, at most a few dozen FLOP per byte, against 295 for an H100. A prefill
 # far shorter than an H100 needs is then already compute-bound (a cell further down gives the length here), and
 # batch-1 decode, at 0.5 FLOP per byte, is deep in the memory-bound region.
@@ -468,8 +468,8 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
                  x=cost.prefill_cost(cfg, n_star, dtype="bf16").intensity))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "And on this CPU", "zh": "在这台 CPU 上"}}
-# And on this CPU, with the ridge measured above (float32, the dtype the model runs in here; it moves with
-# the measurement):
+# And on this CPU, with the ridge measured above (float32, the dtype the model runs in here; the ridge moves
+# with the measurement):
 
 # %% tags=["nbval-ignore-output"]
 print(viz.tr("this CPU's ridge: {ridge:.1f} FLOP/byte ({dtype})", ridge=device.ridge, dtype=device.dtype))
@@ -666,7 +666,8 @@ for r in rows:
 #
 # On a GPU, with its ridge near 300, the gain keeps growing to much larger batches, though less than in
 # proportion once the KV cache outweighs the weights (the Llama-7B table above). Either way, each sequence waits
-# for the whole batch, so batching buys throughput and costs a little latency per token.
+# for the whole batch, so batching buys throughput at the cost of latency per token: a step takes (batch size ÷ the
+# table's factor) times as long as at batch 1.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.12 TTFT and tokens per second *(optional)*
@@ -861,8 +862,8 @@ assert len(QUALITY_PROMPTS) == 20  # the prompts the logit difference and the KL
 # costs a second pass without removing the output's rounding. Those numbers are in the README.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# **The two perplexity columns do not compare the languages.** Perplexity averages the loss over tokens, and
-# the tokenizer cuts the two paragraphs very differently. The float32 model's loss on each, per token and per
+# **The two perplexity columns do not compare the languages.** Perplexity is the exponential of the loss
+# averaged over tokens, and the tokenizer cuts the two paragraphs very differently. The float32 model's loss on each, per token and per
 # byte of text:
 
 # %%
@@ -931,7 +932,7 @@ print(auto.describe(viz.tr))  # viz.tr: in the reader's language; auto.describe(
 # The first `tl.load(weights="gguf")` on a machine builds it with the C compiler already there, in about a
 # second, and the chooser times it beside the others. Without a compiler, or without AVX2, it is left out, and
 # `describe()` says why. On a CPU with AVX-512 a second file, `gemv_avx512.c` (`avx512`), does the same
-# arithmetic with vectors twice as wide: one vector holds a block of two outputs. Both read the file's float16
+# arithmetic with vectors twice as wide: one vector holds a block for each of two outputs. Both read the file's float16
 # scales as they are. Here is the AVX2 kernel's inner step, the dot product of one block:
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "The AVX2 kernel's inner loop", "zh": "AVX2 内核的内层循环"}, "code": [[3, 5]]}

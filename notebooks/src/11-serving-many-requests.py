@@ -254,8 +254,8 @@ print(describe_iteration(before))
 print(describe_iteration(joined))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What each request waited", "zh": "每个请求等了多久"}, "say": true}
-# What each request waited, counted in iterations (from the iteration it arrived in to the one that gave its
-# first token — TTFT — or its last token — latency). Iterations do not depend on the machine's speed:
+# What each request waited, counted in iterations: from the iteration it arrived in to the one that gave its
+# first token (TTFT) or its last token (latency), both end iterations included. Iterations do not depend on the machine's speed:
 
 # %% slide={"code": [[2, 3]]}
 print(viz.tr("            iterations forward calls  short: TTFT short: latency  long: TTFT long: latency"))

@@ -77,7 +77,7 @@ print(viz.pad(viz.tr("paged, 16-token blocks:"), 27) + viz.tr(
       sizes=[len(r.block_table) for r in requests]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Three fifths wasted, and for Llama-2-7B", "zh": "浪费五分之三；换成 Llama-2-7B"}}
-# The contiguous reservation wastes $1 - 900 / 2300$ of its slots, three fifths, and they stay reserved while
+# The contiguous reservation wastes $1 - 900 / 2300$ of its slots, about three fifths, and they stay reserved while
 # the requests run.
 # With blocks, only the last block of each request can be partly empty: under 16 wasted slots per request. For
 # Llama-2-7B in float16 a token's K and V take 0.5 MiB, so the example's 2300 reserved slots are 1.1 GiB for

@@ -322,7 +322,7 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 #
 # | phase | limited by | optimisation | in this course |
 # | --- | --- | --- | --- |
-# | prefill | compute | operator fusion, FlashAttention | chapter 10 places prefill on the roofline; teachllm's fast path calls PyTorch's fused `scaled_dot_product_attention` (FlashAttention kernels on a GPU), the traced path writes attention out (chapter 3) |
+# | prefill | compute | operator fusion, FlashAttention | chapter 10 places prefill on the roofline; teachllm's fast path calls PyTorch's fused `scaled_dot_product_attention` (on a GPU, a fused kernel PyTorch picks; with the explicit mask teachllm passes, not its FlashAttention one), the traced path writes attention out (chapter 3) |
 # | prefill | compute | compute less: prefix caching, CacheBlend | 13.1, 13.2 |
 # | prefill | latency of others | chunked prefill | chapter 11 |
 # | decode | memory bandwidth | batching, continuous batching | chapter 11 |

@@ -137,7 +137,7 @@ def penalty_stages_figure(p: PenaltyStages) -> go.Figure:
 class BeamNode:
     ids: tuple[int, ...]  # the generated tokens up to this node
     label: str  # the last token, readable
-    score: float  # sum of log-probabilities (running score when it was a beam)
+    score: float  # a running beam's sum of log-probabilities; a finished hypothesis's sum ÷ length^lp
     kept_to_end: bool  # on the path of the best finished hypothesis
 
 
@@ -185,7 +185,7 @@ def beam_tree_spec(nodes: list[BeamNode], title: str | None = None) -> tuple[lis
          "text": [n.label for n in nodes], "textposition": "top center",
          "customdata": _r([n.score for n in nodes], 4),
          "marker": {"size": 9, "color": [COLORS["chosen"] if n.kept_to_end else COLORS["kept"] for n in nodes]},
-         "hovertemplate": "%{text}<br>" + tr("sum of log p") + " %{customdata:.3f}<extra></extra>"},
+         "hovertemplate": "%{text}<br>" + tr("beam score") + " %{customdata:.3f}<extra></extra>"},
     ]
     layout = {"title": title or tr("beam search: every beam kept at each step"),
               "xaxis": {"title": tr("generated tokens"), "dtick": 1}, "showlegend": True,

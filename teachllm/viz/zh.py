@@ -143,7 +143,7 @@ ZH: dict[str, str] = {
     "dropped later": "后来被淘汰",
     "best finished sequence": "得分最高的完成假设",
     "beams": "束",
-    "sum of log p": "log p 之和",
+    "beam score": "得分",
     "beam search: every beam kept at each step": "束搜索：每一步保留下来的所有束",
     "generated tokens": "已生成的 token 数",
     "rank at that length (best on top)": "同一长度下的排名（最好的在最上面）",
@@ -465,8 +465,8 @@ ZH: dict[str, str] = {
         "经验法则 2 · N · tokens（N = {n:.2f}B 个参数）：{tflop:.3f} TFLOP",
     "exact decode step at 1,000 tokens: {exact:.2f} GFLOP (estimate: {estimate:.2f})":
         "1,000 个 token 处的一个解码步，精确计数：{exact:.2f} GFLOP（估算：{estimate:.2f}）",
-    " prompt | SmolLM2-135M: exact÷rule  +attn  −emb/head | Llama-7B: exact÷rule  +attn  −emb/head":
-        " 提示词 | SmolLM2-135M：精确÷法则  +注意力  −嵌入/head| Llama-7B：精确÷法则  +注意力  −嵌入/head",
+    " prompt | SmolLM2:      exact÷rule  +attn  −emb/head | Llama-7B: exact÷rule  +attn  −emb/head":
+        " 提示词 | SmolLM2：精确÷法则  +注意力  −嵌入/LM head | Llama-7B：精确÷法则  +注意力  −嵌入/LM head",
     "width of K and V: n_kv · d = {n_kv} · {d} = {width}": "K 和 V 的宽度：n_kv · d = {n_kv} · {d} = {width}",
     "layer 0, operation by operation:": "第 0 层，逐个运算：",
     "fast path counted: {counted:,} = teachllm.cost {total:,}": "快速路径计得：{counted:,} = teachllm.cost {total:,}",
