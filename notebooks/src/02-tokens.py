@@ -124,7 +124,7 @@ print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
 print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
 print(viz.tr("decoded without special tokens: {text!r}", text=tok.decode(ids, skip_special_tokens=True)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Three subword methods", "| **BPE** (byte", "The lengths of"]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Under subwords, *LLM", "| **BPE** (byte", "The lengths of"]}
 # `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made
 # of ordinary tokens (`'assistant'` is even two: `'ass'` + `'istant'`). The template begins with
 # `<|im_start|>`, which SmolLM2's configuration also names its BOS token — so for this model "BOS" comes from
@@ -140,7 +140,7 @@ print(viz.tr("decoded without special tokens: {text!r}", text=tok.decode(ids, sk
 # | character-level | characters | tiny (letters, digits, punctuation) | no unknown words | long sequences (attention grows with the square of the length); one character carries little meaning |
 # | subword | frequent words whole, rare words in pieces | chosen size, 30k–150k | both: short sequences and no unknowns | the split depends on training data; ids are tokenizer-specific |
 #
-# Three subword methods are in use:
+# Under subwords, *LLM Inference Flow* (§2.2) lists three approaches:
 #
 # | subword method | how it builds the vocabulary | used by |
 # | --- | --- | --- |

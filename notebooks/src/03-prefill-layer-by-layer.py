@@ -228,7 +228,7 @@ print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev
 # ## 3.4 One head by hand
 #
 # The trace gives us the queries, keys and values of every token (queries and keys after RoPE). From them, one head's
-# attention is four lines. Head 2 reads KV head $\lfloor 2/3 \rfloor = 0$.
+# attention is five lines. Head 2 reads KV head $\lfloor 2/3 \rfloor = 0$.
 
 # %% slide={"code": [[1, 5], [7, 11], [13, 15]]}
 d = cfg.head_dim

@@ -360,7 +360,8 @@ print(viz.tr("prefill, FLOP/byte per prompt token at s = 300: {x:.2f}", x=per_to
 # - **peak FLOP/s**: how fast it multiplies. `roofline.measure_device(..., config=lm.config)` times a square
 #   matmul and every weight matmul of this model's prefill at 256 and 1,024 tokens, run as the model runs
 #   them (`F.linear`, the same dtype, in this process and so with the same thread count), and keeps the best
-#   rate of the best run. Every prefill and decode step runs these matmuls and more, so none can beat it;
+#   rate of the best run. Every prefill and decode step multiplies by these weight matrices (with other row
+#   counts) and does more, so none can beat it;
 # - **bandwidth**: how many bytes per second it moves to and from main memory (it times a large copy).
 #
 # $$\text{attainable FLOP/s} = \min(\text{peak},\ \text{bandwidth} \times \text{intensity})$$
@@ -403,12 +404,13 @@ viz.widgets.refresh(roofline_view.figure, viz.figures.roofline_spec(device, poin
 roofline_view
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "How to read it", "zh": "怎样读这张图"}, {"en": "On a GPU the picture shifts", "zh": "换到 GPU 上，图景就变了", "at": "**On a GPU the"}], "say": ["**On a GPU the"]}
-# How to read it: batch-1 decode sits far to the left, at 0.5 FLOP/byte; batch 16, at about 6, lands beside
-# the shortest prefill. The longer the prompt, the further right prefill sits. A point cannot rise above the
-# flat roof: the peak is the best of the model's own matmuls, and a phase does those matmuls and more (the
-# last line under the table above says how close the best phase came; `tests/test_roofline.py` checks that
-# no phase exceeds the peak). The slope rests on a roughly measured bandwidth and is only an estimate. On a CPU the ridge is low, because a CPU has little arithmetic for its memory bandwidth: the
-# device line above gives this machine's, at most a few dozen FLOP per byte, against 295 for an H100. A prefill
+# How to read it: batch-1 decode sits far to the left, at 0.5 FLOP/byte; batch 16, at about 6, lands beside the
+# shortest prefill. The longer the prompt, the further right prefill sits. A point cannot rise above the flat roof:
+# the peak is the best of the model's own matmuls, and a phase multiplies by the same weight matrices (with other
+# row counts) and does more (the last line under the table above says how close the best phase came;
+# `tests/test_roofline.py` checks that no phase exceeds the peak). The slope rests on a roughly measured bandwidth
+# and is only an estimate. On a CPU the ridge is low, because a CPU has little arithmetic for its memory bandwidth:
+# the device line above gives this machine's, at most a few dozen FLOP per byte, against 295 for an H100. A prefill
 # far shorter than an H100 needs is then already compute-bound (a cell further down gives the length here), and
 # batch-1 decode, at 0.5 FLOP per byte, is deep in the memory-bound region.
 #
@@ -551,8 +553,9 @@ for name, p in (("prefill", p_pre), ("decode", p_dec)):
 # CPU they move from run to run. Prefill's share stays at or below 100%: the peak is the fastest of the
 # model's own matmuls, with the same threads.
 #
-# The "bottleneck on an H100" row says memory-bound for this 300-token prefill: it is below the 356-token
-# crossing of 10.8. Against the utilisation ranges of the course notes (10.8), this run's shares of the peak:
+# The same 300-token prefill would be memory-bound on an H100, as the "bottleneck on an H100" row says: it is below
+# the 356-token crossing of 10.8. Against the utilisation ranges of the course notes (10.8), this run's shares of
+# the peak:
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "The course notes' utilisation ranges, checked", "zh": "核对课程资料给出的利用率区间"}, "code": false}
 quoted_ranges = [("LLM Generation Process", "prefill", 0.50, 0.80), ("LLM Generation Process", "decode", 0.10, 0.30),
@@ -568,14 +571,15 @@ print(viz.tr("the roof caps decode's share here at intensity ÷ ridge = {intensi
              intensity=p_dec.intensity, ridge=device.ridge, cap=p_dec.intensity / device.ridge))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Read the verdicts above: they are this run's. Decode's share cannot be high on any machine: below the
-# ridge the roof caps it at $\text{intensity} / \text{ridge}$ (the last line), and a real step stays under
-# the roof. A decode share no larger than that cap supports the interview answer's text ("below 20%") rather than
-# the 10–30% of both tables. Prefill's share depends on how busy the machine is: on a quiet one a long prefill
-# comes near the peak, since it runs the very matmuls the peak was measured on, and the busier the machine, the
-# further it falls short; the verdicts say which document's range this run lands in. Two cautions: the course notes speak of GPUs
-# serving large models, and their "GPU utilisation" is often the busy time a tool such as `nvidia-smi`
-# reports, not the share of peak FLOP/s measured here.
+# Read the verdicts above: they are this run's. Decode's share cannot be high on any machine: below the ridge the
+# roof caps it at $\text{intensity} / \text{ridge}$ (the last line), and a real step usually lands below the roof
+# (the slope rests on a roughly measured bandwidth). A decode share no larger than that cap supports the interview
+# answer's text ("below 20%") rather than the 10–30% of both tables. Prefill's share depends on how busy the
+# machine is: on a quiet one a long prefill comes near the peak, since it multiplies by the very weight matrices
+# the peak was measured on, and the busier the machine, the further it falls short; the verdicts say which
+# document's range this run lands in. Two cautions: the course notes speak of GPUs serving large models, and their
+# "GPU utilisation" is often the busy time a tool such as `nvidia-smi` reports, not the share of peak FLOP/s
+# measured here.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10.10 The utilisation timeline *(optional)*

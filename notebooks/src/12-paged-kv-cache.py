@@ -256,7 +256,7 @@ print(viz.tr("request 3 (joined in iteration {joined}): table {table}, {n} promp
 # After every iteration the engine recorded how many blocks were in use and what fraction of their slots held
 # nothing, $1 - \text{used} / \text{allocated}$ (`IterationRecord.fragmentation`), and the same for contiguous
 # caches that would have reserved `prompt + max_tokens` for each running request,
-# $1 - \text{tokens} / \text{reserved}$. Three lines per iteration: the slots that hold a token (a
+# $1 - \text{tokens} / \text{reserved}$. Three lines, each one value per iteration: the slots that hold a token (a
 # shared slot counted once), the slots paging allocated, the slots contiguous caches would have reserved:
 
 # %% slide={"code": false}
