@@ -20,6 +20,16 @@ import numpy as np
 
 from .units import is_id
 
+
+class TemplatedError(ValueError):
+    """A refusal whose message is kept as its template and fields too, so that a notebook can print it in its
+    reader's language: viz.tr(error.template, **error.fields)."""
+
+    def __init__(self, template: str, **fields):
+        super().__init__(template.format(**fields))
+        self.template, self.fields = template, fields
+
+
 GREEDY_BELOW = 1e-5  # a temperature below this means greedy decoding (vLLM's rule); 0 is not a real temperature
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed takes
 
@@ -165,6 +175,8 @@ def fields_together(p) -> None:
             ("logprobs", p.logprobs, p.logprobs is None), ("seed", p.seed, p.seed is None),
             ("temperature", p.temperature, p.temperature in (0.0, 1.0))) if not off]
         if taken:
-            raise ValueError(f"SamplingParams: beam search (num_beams={p.num_beams}) is deterministic and "
-                             f"does not take {', '.join(taken)}; leave them at their defaults"
-                             + (" (temperature 0 or 1)" if p.temperature not in (0.0, 1.0) else ""))
+            raise TemplatedError(
+                "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them "
+                "at their defaults (temperature 0 or 1)" if p.temperature not in (0.0, 1.0) else
+                "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them "
+                "at their defaults", n=p.num_beams, taken=", ".join(taken))

@@ -35,17 +35,12 @@ import inspect
 import torch
 
 from . import inputs
-from .params import SEED_RANGE, SamplingParams
+from .params import SEED_RANGE, SamplingParams, TemplatedError
 
 
 # ---- logits that are not finite numbers ------------------------------------------------------------------
-class NoTokenError(ValueError):
-    """A row of logits no token can be chosen from. The message is kept as its template and fields too, so that a
-    notebook can print it in its reader's language: viz.tr(error.template, **error.fields)."""
-
-    def __init__(self, template: str, **fields):
-        super().__init__(template.format(**fields))
-        self.template, self.fields = template, fields
+class NoTokenError(TemplatedError):
+    """A row of logits no token can be chosen from (its message in the reader's language: TemplatedError)."""
 
 
 def settle(logits: torch.Tensor) -> torch.Tensor:
@@ -261,7 +256,7 @@ def choosable(processed: torch.Tensor) -> torch.Tensor:
     empty = ~(processed > float("-inf")).any(dim=-1)  # [B]
     if bool(empty.any()):
         raise NoTokenError("logits row {row}: every token is ruled out (all logits are -inf), so none can be "
-                           "chosen; the penalties and filters removed them all", row=int(empty.nonzero()[0]))
+                           "chosen; usually the penalties and filters removed them all", row=int(empty.nonzero()[0]))
     return processed
 
 

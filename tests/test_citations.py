@@ -41,6 +41,8 @@ NOT_QUOTATIONS = {
     "面试题解答",  # how the book names the interview answer
     "课程资料",  # the name the book gives the four documents (references)
     "今天天气很好。",  # chapter 2's exercise: a sentence to tokenize, our own
+    "有把握",  # chapter 6's names for its two prompts (`sure` and `open_` in the code), our own
+    "开放",
 }
 PAGES = [
     *sorted((ROOT / "notebooks" / "src").glob("*.zh.md")),

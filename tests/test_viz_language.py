@@ -37,8 +37,9 @@ from teachllm.viz.zh import ZH
 
 ROOT = Path(__file__).resolve().parents[1]
 # the engine's text formatters that take a `tr` (teachllm.words) pass their templates to it as literals too
+# (and the errors that keep their template: TemplatedError and NoTokenError)
 FORMATTERS = [ROOT / "teachllm" / name for name in ("cost.py", "roofline.py", "lm.py", "fastpath/kernels.py",
-                                                   "sampling.py", "fastpath/loop.py")]  # their errors: NoTokenError
+                                                   "sampling.py", "fastpath/loop.py", "params.py")]
 SOURCES = (sorted((ROOT / "teachllm" / "viz").glob("*.py")) + sorted((ROOT / "notebooks" / "src").glob("*.py"))
            + FORMATTERS)
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -55,7 +56,8 @@ def tr_literals() -> dict[str, str]:
             if not (isinstance(node, ast.Call) and node.args):
                 continue
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-            if name not in ("tr", "templates", "NoTokenError"):  # static.templates(*english): a page's templates
+            # static.templates(*english): a page's templates
+            if name not in ("tr", "templates", "NoTokenError", "TemplatedError"):
                 continue
             for arg in node.args if name == "templates" else node.args[:1]:
                 for candidate in (arg.body, arg.orelse) if isinstance(arg, ast.IfExp) else (arg,):

@@ -94,12 +94,7 @@ ALLOWED = {
 
 # An error a chapter shows on purpose, printed as the library (or PyTorch) writes it: (chapter, the run reported)
 # → words the Markdown cell right before or after it must hold, in Chinese, to explain it.
-EXPLAINED = {
-    # SamplingParams refuses sampling settings with beam search
-    ("08-beam-search", "is deterministic and does not take"): "束搜索是确定性的，不接受 top_p",
-    ("08-beam-search", "leave them at their defaults"): "请让这些参数保持默认值",
-    ("08-beam-search", "beam search"): "束搜索是确定性的，不接受 top_p",
-}
+EXPLAINED: dict[tuple[str, str], str] = {}  # none now: chapter 8's refusal prints through tr (TemplatedError)
 
 def is_code(line: str) -> bool:
     """A line of Python (CODE_LINE, or a line that parses and calls something: the failing line a check quotes,

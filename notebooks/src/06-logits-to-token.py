@@ -63,8 +63,9 @@ sure_ids = tok.encode("The capital of France is")
 open_ids = tok.encode("Once upon a time, there was a")
 sure = viz.next_token_logits(lm, sure_ids)  # [V] float32: one prefill, the logits after the last token
 open_ = viz.next_token_logits(lm, open_ids)  # [V]
+SURE, OPEN = viz.tr("sure"), viz.tr("open")  # the two prompts' names, as the prose calls them
 print(viz.tr("logits: {shape} = one score per vocabulary entry", shape=tuple(open_.shape)))
-for name, logits in (("sure", sure), ("open", open_)):
+for name, logits in ((SURE, sure), (OPEN, open_)):
     top = torch.topk(logits, 5)
     print(viz.tr("{name}: largest logits", name=name), [f"{tok.token_text(int(i))!r} {float(z):.2f}" for z, i in
                                                         zip(top.values, top.indices, strict=True)])
@@ -90,9 +91,9 @@ print(viz.tr("the tokens behind the '…' then hold {share:.0%} of the probabili
 # nothing, because softmax only sees differences:
 
 # %% slide={"code": [[1, 3]]}
-for name, logits in (("sure", sure), ("open", open_)):
+for name, logits in ((SURE, sure), (OPEN, open_)):
     probs = logits.softmax(dim=-1)  # [V]
-    print(f"{name}: {top_tokens(logits)}")
+    print(viz.tr("{name}: {tokens}", name=name, tokens=top_tokens(logits)))
     print("      " + viz.tr("sum = {total:.4f}, entropy = {bits:.3f} bits", total=float(probs.sum()),
                             bits=viz.data.entropy_bits(logits)))
 shifted = (open_ + 100.0).softmax(dim=-1)
@@ -111,7 +112,7 @@ print("softmax(logits + 100) == softmax(logits):", torch.allclose(shifted, open_
 
 # %%
 greedy = tl.SamplingParams(temperature=0)
-for name, logits, ids in (("sure", sure, sure_ids), ("open", open_, open_ids)):
+for name, logits, ids in ((SURE, sure, sure_ids), (OPEN, open_, open_ids)):
     processed = sampling.process_logits(logits, greedy, ids, [])  # no penalties are set: unchanged
     token = int(sampling.sample(processed[None], greedy)[0])  # [1] → int
     assert token == int(logits.argmax())
@@ -251,7 +252,7 @@ print(viz.tr("k = 3 with a tie at the boundary keeps {n} tokens", n=int(sampling
 # after the "sure" prompt and much less of it after the "open" one:
 
 # %%
-for name, logits in (("sure", sure), ("open", open_)):
+for name, logits in ((SURE, sure), (OPEN, open_)):
     probs = logits.softmax(dim=-1)
     for k in (3, 10, 50):
         kept = sampling.apply_top_k(logits, k).isfinite()  # [V] True where the token survives
@@ -323,7 +324,7 @@ for T in (0.5, 1.0, 1.5):
 # tightens when the model is sure and loosens when it is not:
 
 # %%
-for name, logits in (("sure", sure), ("open", open_)):
+for name, logits in ((SURE, sure), (OPEN, open_)):
     top_p_ = float(logits.softmax(dim=-1).max())
     n = int(sampling.apply_min_p(logits, 0.1).isfinite().sum())
     print(viz.tr("{name}: top token p = {top:.3f}, min-p 0.1 keeps tokens with p ≥ {threshold:.4f}: {n} tokens",
@@ -414,7 +415,7 @@ print(viz.tr("min-p thresholds: transformers 0.3 × {hf:.2f} = {hf_min:.2f}, vLL
 
 # %%
 params = tl.SamplingParams(temperature=0.8, top_k=40, top_p=0.9, min_p=0.05)
-for name, logits in (("sure", sure), ("open", open_)):
+for name, logits in ((SURE, sure), (OPEN, open_)):
     n_hf = int(sampling.process_logits(logits, params, [], []).isfinite().sum())
     n_vllm = int(vllm_order(logits, params).isfinite().sum())
     print(viz.tr("{name}: transformers' order keeps {n_hf} tokens, vLLM's order keeps {n_vllm}", name=name, n_hf=n_hf,

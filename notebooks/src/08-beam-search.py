@@ -213,8 +213,8 @@ print(repr(tok.decode(outputs["beam search (k=3)"])))
 # %%
 try:
     tl.SamplingParams(num_beams=3, top_p=0.9)
-except ValueError as error:
-    print(error)
+except tl.params.TemplatedError as error:  # its message, in the reader's language
+    print(viz.tr(error.template, **error.fields))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What it costs, when to use it", "zh": "代价与适用场景"}, "say": ["After each exercise,", "Work in the cells"]}
 # What it costs and when to use it:

@@ -907,16 +907,17 @@ assert per["Chinese"][0] < per["English"][0] and per["Chinese"][1] > 2 * per["En
 #   NEON half as many as AVX2), and whether the CPU multiplies bfloat16 or 8-bit integers directly (AVX-512's
 #   BF16 and VNNI extensions, ARM's SME). A float16 weight needs one conversion instruction (F16C), float32 none.
 #
-# With wide vectors the unpacking is cheap and the fewest bytes win. With narrower ones, a format with less
-# work per weight can win, most of all for the largest matrix, the LM head. So `tl.load(weights="gguf")` does
-# not guess. With `kernel="auto"`, the default, it times each group of same-shaped matrices on each kernel, once
-# on this machine, inside a whole step's worth of matrix calls (so that the weights come from memory, as in a
-# real step). It keeps the fastest (on a near-tie, the one closest to float32) and saves the choice for later
-# loads (`teachllm.fastpath.kernels`; once: `describe()` below says how long it took). It chooses only among kernels that keep the model within the 4-bit path's bound against float32.
-# int8 with one scale per row and fbgemm's dynamic int8 leave that bound (`tests/test_kernels.py` measures both
-# and asserts it), so they are there only to force and compare. `describe()` prints this machine's choice: its
-# CPU and instruction set, then one row per group with the milliseconds its matrices took in a step on each
-# kernel. A laptop may choose differently; run the cell there.
+# With wide vectors the unpacking is cheap and the fewest bytes win. With narrower ones, a format with less work
+# per weight can win, most of all for the largest matrix, the LM head. So `tl.load(weights="gguf")` does not guess.
+# With `kernel="auto"`, the default, it times each group of same-shaped matrices on each kernel, once on this
+# machine, inside a whole step's worth of matrix calls (so that the weights come from memory, as in a real step).
+# It keeps the fastest (on a near-tie, the one closest to float32) and saves the choice for later loads
+# (`teachllm.fastpath.kernels`; once: `describe()` below says how long it took). It chooses only among kernels that
+# keep the model within the 4-bit path's bound against float32. int8 with one scale per row and fbgemm's dynamic
+# int8 leave that bound (`tests/test_kernels.py` measures both and asserts it), so auto never picks them: they run
+# only when requested explicitly (`kernel="int8"`, `kernel="dynamic-int8"`), for comparison. `describe()` prints
+# this machine's choice: its CPU and instruction set, then one row per group with the milliseconds its matrices
+# took in a step on each kernel. A laptop may choose differently; run the cell there.
 
 # %% tags=["nbval-ignore-output"] slide={"title": {"en": "What kernel=\"auto\" chose here", "zh": "kernel=\"auto\" 在这里选了什么"}}
 auto = tl.load(weights="gguf", device="cpu", dtype="float32")  # kernel="auto": measured once here, then cached
@@ -993,14 +994,15 @@ print(viz.tr("the same logits within 1e-4: {same}", same=float((on_fast - on_pla
 # And the time: a step on each path, the milliseconds the quantised matrices take of it (each called once,
 # `kernels.matmul_ms`), and the share outside them (32 tokens each, taking turns, one thread):
 
-# %% tags=["nbval-ignore-output"] slide={"code": [[10, 13]]}
+# %% tags=["nbval-ignore-output"] slide={"code": [[11, 14]]}
 from teachllm.lm import LanguageModel  # noqa: E402
 
 plain = LanguageModel(auto.model, auto.tokenizer, name="plain loop")  # the same weights; its `fast` is None
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 paths = {"fast path": auto, "plain loop": plain}
-speeds = greedy_speeds({name: (lambda k, m=m: teachllm_greedy(m, ids, k)) for name, m in paths.items()}, 32, 3)
+runs = {name: (lambda k, m=m: teachllm_greedy(m, prompt_ids, k)) for name, m in paths.items()}  # after the prompt
+speeds = greedy_speeds(runs, 32, 3)
 matmuls = kernels.matmul_ms(auto.model)
 torch.set_num_threads(threads)
 for name, row in speeds.items():

@@ -285,10 +285,11 @@ for name, a, b in rows:
     print(f"{viz.pad(name, 25)}{a:>8.2f}{b:>12.2f}{b / a:>7.2f}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# On a CPU an iteration's time grows with the tokens in it, so the wall-clock gains are smaller than the
-# iteration counts suggest; on a GPU, where a decode iteration costs about the same for 1 or 4 rows, they are
-# close to the iteration ratio. `python -m teachllm.bench.serving` runs a larger workload, with more requests
-# and more of them at once.
+# On a CPU an iteration's time grows with the tokens in it, so the wall-clock gains are smaller than the iteration
+# counts suggest; on a GPU, where a forward pass costs about the same for 1 or 4 rows, they are close to the ratio
+# of forward passes (here 32 ÷ 48); vLLM runs decode and prefill in one forward pass, and only then are they close
+# to the iteration ratio. `python -m teachllm.bench.serving` runs a larger workload, with more requests and more of
+# them at once.
 #
 # ## 11.4 Chunked prefill: a long prompt among decoders
 #

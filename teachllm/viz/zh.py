@@ -141,7 +141,7 @@ ZH: dict[str, str] = {
     "each penalty in turn (a missing bar: banned, −∞)": "依次施加每种惩罚（没有柱子的 token 被禁止，logit 为 −∞）",
     "logit": "logit 值",
     "dropped later": "后来被淘汰",
-    "best finished sequence": "得分最高的完成假设",
+    "best finished sequence": "完成的假设（得分最高）",
     "beams": "束",
     "beam score": "得分",
     "beam search: every beam kept at each step": "束搜索：每一步保留下来的所有束",
@@ -313,7 +313,7 @@ ZH: dict[str, str] = {
     "     T  entropy  most likely tokens": "     T       熵  最可能的 token",
     "k = 3 with a tie at the boundary keeps {n} tokens": "k = 3，边界上有并列时保留 {n} 个 token",
     "top-p {p}: sure prompt keeps {n_sure:>4} tokens, open prompt keeps {n_open:>5}":
-        "top-p {p}：“sure”提示词保留 {n_sure:>4} 个 token，“open”提示词保留 {n_open:>5} 个",
+        "top-p {p}：“有把握”提示词保留 {n_sure:>4} 个 token，“开放”提示词保留 {n_open:>5} 个",
     "batch  ms per step  decode rate  × batch 1": "批大小     每步 ms     解码速率 × 批大小 1",
     "both policies give every request the same tokens": "两种策略给每个请求生成的 token 都相同",
     "{n} requests part between the policies, each at a near-tie": "有 {n} 个请求在两种策略下分开，每处都是近乎并列",
@@ -404,7 +404,7 @@ ZH: dict[str, str] = {
         "块大小 {size:>2}：每个 logit 与连续缓存的相差都在 {bound} 以内：{within}，从缓存读取的前缀 token：{cached}",
     # chapter 13: the lines it prints itself
     "prompts of {lengths} tokens; the first {common} are the same (template + system prompt)":
-        "提示词长度为 {lengths} 个 token；前 {common} 个 token 全都相同（聊天模板 + 系统提示词）",
+        "提示词长度为 {lengths} 个 token；前 {common} 个 token 全都相同（对话模板 + 系统提示词）",
     "block 1 named again from the same tokens, after the same block 0: {same}":
         "块 1 跟在同一个块 0 之后、由同样的 token 再命名一次，名字相同：{same}",
     "the same 16 tokens at the start of a sequence get another name:   {same}":
@@ -673,14 +673,24 @@ ZH: dict[str, str] = {
     "logits row {row} holds NaN (token {token}, and maybe others): the model's output is broken, and no token can be "
     "chosen from it":
         "第 {row} 行 logits 含有 NaN（id 为 {token} 的 token，可能还有别的）：模型的输出已经坏了，从中选不出任何 token",
-    "logits row {row}: every token is ruled out (all logits are -inf), so none can be chosen; the penalties and "
-    "filters removed them all":
+    "logits row {row}: every token is ruled out (all logits are -inf), so none can be chosen; usually the "
+    "penalties and filters removed them all":
         "第 {row} 行 logits 中的每个 token 都被排除了（logits 全为 -inf），所以一个也选不出："
-        "惩罚和过滤规则把它们全删掉了",
+        "通常是惩罚或过滤规则把它们全删掉了",
     "logits row {row} holds NaN, or every token in it is ruled out: the model's output is broken, and no token can "
     "be chosen from it (found at a read-back of the fast path)":
         "第 {row} 行 logits 含有 NaN，或者其中每个 token 都被排除了：模型的输出已经坏了，从中选不出任何 token"
         "（在快速路径读回结果时发现）",
+    "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them at their "
+    "defaults":
+        "SamplingParams：束搜索（num_beams={n}）是确定性的，不接受 {taken}；请让这些参数保持默认值",
+    "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them at their "
+    "defaults (temperature 0 or 1)":
+        "SamplingParams：束搜索（num_beams={n}）是确定性的，不接受 {taken}；"
+        "请让这些参数保持默认值（temperature 为 0 或 1）",
+    "sure": "有把握",  # chapter 6's two prompts, named as its prose names them
+    "open": "开放",
+    "{name}: {tokens}": "“{name}”提示词：{tokens}",
     "{name}: largest logits": "“{name}”：最大的 logits",
     "{name}: greedy picks {token!r}": "“{name}”：贪婪解码选中 {token!r}",
     "after top-k = {k}": "top-k = {k} 之后",
@@ -769,7 +779,7 @@ ZH: dict[str, str] = {
     "uniform over all {n:,} tokens: {bits:.3f} bits": "在全部 {n:,} 个 token 上均匀分布：{bits:.3f} 比特",
     "at T = 100 the entropy is {gap:.4f} bits below uniform": "T = 100 时，熵比均匀分布低 {gap:.4f} 比特",
     "at T = 0.5: sure {sure:.3f} bits, open {open:.3f} bits":
-        "T = 0.5 时：“sure” {sure:.3f} 比特，“open” {open:.3f} 比特",
+        "T = 0.5 时：“有把握”提示词 {sure:.3f} 比特，“开放”提示词 {open:.3f} 比特",
     "words drawn in {n} samples: {words}": "{n} 次抽样抽到的词：{words}",
     "{name}: top-{k:<3} keeps {mass:.3f} of the probability": "“{name}”：top-{k:<3} 保留了 {mass:.3f} 的概率",
     "sorted:": "排序后：",
