@@ -213,3 +213,26 @@ def test_a_step_through_stopped_early_leaves_the_cache_as_it_was(lm):
     assert cache.length == 0
     assert torch.equal(lm.prefill(ids, cache), lm.prefill(ids, lm.new_cache(max_len=16)))
     assert cache.length == len(ids)
+
+
+@pytest.mark.parametrize("refuse", [lambda: SP(num_beams=3, top_p=0.9), lambda: SP(num_beams=3, temperature=0.7),
+                                    lambda: RULES["greedy"](torch.full((1, 4), -math.inf))],
+                         ids=["beams-top_p", "beams-temperature", "no-token"])
+def test_a_templated_refusal_reads_in_either_language(refuse):
+    """Chapters 6 and 8 print a refusal through viz.tr(error.template, **error.fields): its English is the message
+    itself, and its Chinese has no English left in it (identifiers and values aside)."""
+    from teachllm import viz
+
+    with pytest.raises(tl.params.TemplatedError) as caught:
+        refuse()
+    error = caught.value
+    assert viz.tr(error.template, **error.fields) == str(error)  # the English edition prints the message
+    before = viz.language()
+    viz.set_language("zh")
+    try:
+        chinese = viz.tr(error.template, **error.fields)
+    finally:
+        viz.set_language(before)
+    assert chinese != str(error) and "deterministic" not in chinese and "ruled out" not in chinese
+    for value in error.fields.values():
+        assert str(value) in chinese  # num_beams=3, top_p=0.9, the row: all still named
