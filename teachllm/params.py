@@ -175,8 +175,6 @@ def fields_together(p) -> None:
             ("logprobs", p.logprobs, p.logprobs is None), ("seed", p.seed, p.seed is None),
             ("temperature", p.temperature, p.temperature in (0.0, 1.0))) if not off]
         if taken:
-            raise TemplatedError(
-                "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them "
-                "at their defaults (temperature 0 or 1)" if p.temperature not in (0.0, 1.0) else
-                "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them "
-                "at their defaults", n=p.num_beams, taken=", ".join(taken))
+            raise TemplatedError("SamplingParams: beam search (num_beams={n}) is deterministic and does not take "
+                                 "{taken}; leave them at their defaults (temperature 0 or 1)", n=p.num_beams,
+                                 taken=", ".join(taken))

@@ -31,6 +31,9 @@ def test_paged_logits_equal_contiguous(lm, parity_prompts, block_size, batched, 
     report = compare_with_contiguous(lm, prompts, block_size, n_decode=3, batched=batched, reference=reference)
     assert report.max_abs_error <= tol.logits
     assert report.cached_tokens[1] == 16  # the shared prefix was read from the first prompt's blocks
+    if not batched and lm.device.type == "cpu":  # one sequence per call, as the reference: the paging alone
+        uncached = [error for error, cached in zip(report.errors, report.cached_tokens, strict=True) if cached == 0]
+        assert uncached and all(error == 0.0 for error in uncached)  # bit for bit (chapter 12 says so)
 
 
 def test_continuous_batching_gives_each_request_its_own_greedy_tokens(lm, tol, agree_until_a_near_tie):

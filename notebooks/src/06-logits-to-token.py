@@ -55,7 +55,7 @@ def top_tokens(logits, n=6):
 #
 # $$p_i = \frac{\exp(z_i)}{\sum_j \exp(z_j)}$$
 #
-# We use two prompts throughout this chapter. After "The capital of France is" the model is nearly sure of
+# We use two prompts throughout this chapter. After "The capital of France is" the model is fairly sure of
 # the next word. After "Once upon a time, there was a" many words fit.
 
 # %% slide={"code": [[1, 4]]}

@@ -311,8 +311,9 @@ for block_size, report in reports.items():
 # third prompt (the first 12 tokens of the first) finds most of its tokens too, but never the last one, whose
 # logits it needs. The differences left (up to the maximum printed above, under the 1e-4 the comparison
 # asserts, on logits as large as the largest |logit| printed) come from computing in batches of
-# another shape, which the contiguous cache shows too when it batches; a prompt that computes all its tokens
-# alone in its forward call gets bit-identical logits (`batched=False`).
+# another shape, which the contiguous cache shows too when it batches. With `batched=False` (one sequence per
+# forward call, as in the contiguous run), a prompt with no cached prefix gets bit-identical logits on a CPU
+# (`tests/test_serving_model.py` asserts it).
 #
 # ## 12.6 Contiguous against paged, side by side *(optional)*
 #

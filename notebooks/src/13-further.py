@@ -73,8 +73,8 @@ h0 = block_hash(None, ids[:16])  # block 0: tokens 0–15
 h1 = block_hash(h0, ids[16:32])  # block 1: tokens 16–31, after block 0
 print(viz.tr("block 1 named again from the same tokens, after the same block 0: {same}",
              same=h1 == block_hash(h0, ids[16:32])))
-print(viz.tr("the same 16 tokens at the start of a sequence get another name:   {same}",
-             same=h1 == block_hash(None, ids[16:32])))
+print(viz.tr("the same 16 tokens at the start of a sequence get another name:   {other}",
+             other=h1 != block_hash(None, ids[16:32])))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Two later requests reuse two blocks", "zh": "后来的两个请求复用两个块"}}
 # The first question is served alone; the other two arrive after it has finished. The engine's block manager
@@ -223,8 +223,9 @@ for name, r in zip(drafts, spec, strict=True):
 # 24 layers 0.19, and the middle-skipped draft 0.07. An early-exit draft needs training for it (LayerSkip);
 # real deployments use a small model of the same family, or extra heads trained to draft (Medusa, EAGLE).
 #
-# **What to expect from an acceptance rate.** The papers give a rule of thumb: if each proposal is accepted
-# with probability $\alpha$, independently, a target call yields on average
+# **What to expect from an acceptance rate.** The two papers that introduced speculative decoding (Leviathan et
+# al.'s and Chen et al.'s, in the references) give a rule of thumb: if each proposal is accepted with probability
+# $\alpha$, independently, a target call yields on average
 #
 # $$1 + \alpha + \dots + \alpha^\gamma = \frac{1 - \alpha^{\gamma + 1}}{1 - \alpha}$$
 #

@@ -407,8 +407,8 @@ ZH: dict[str, str] = {
         "提示词长度为 {lengths} 个 token；前 {common} 个 token 全都相同（对话模板 + 系统提示词）",
     "block 1 named again from the same tokens, after the same block 0: {same}":
         "块 1 跟在同一个块 0 之后、由同样的 token 再命名一次，名字相同：{same}",
-    "the same 16 tokens at the start of a sequence get another name:   {same}":
-        "同样的 16 个 token 放在序列开头，得到另一个名字：{same}",
+    "the same 16 tokens at the start of a sequence get another name:   {other}":
+        "同样的 16 个 token 放在序列开头，得到另一个名字：{other}",
     "request {rid}: {prompt} prompt tokens, {cached:>2} found in the cache, {computed} computed":
         "请求 {rid}：{prompt} 个提示词 token，在缓存中找到 {cached:>2} 个，计算了 {computed} 个",
     "block 0 of the first request is in the cache under its name: {found}":
@@ -591,13 +591,13 @@ ZH: dict[str, str] = {
     "cpu, {n} threads": "cpu，{n} 个线程",
     "{name} ({source}, {dtype}): peak {peak:.3g} TFLOP/s, bandwidth {bandwidth:.4g} GB/s, ridge {ridge:.1f} FLOP/byte":
         "{name}（{source}，{dtype}）：峰值 {peak:.3g} TFLOP/s，带宽 {bandwidth:.4g} GB/s，屋脊点 {ridge:.1f} FLOP/字节",
-    "cached": "从缓存读取",
+    "cached": "沿用缓存",
     "forced": "指定",
     "{n} thread": "{n} 个线程",
     "{n} threads": "{n} 个线程",
     "kernels on {cpu} ({capability} dispatch, {threads}, torch {torch}): {how}":
         "{cpu}（{capability} 分派，{threads}，torch {torch}）上的内核选择：{how}",
-    " {when}, in {seconds:.1f} s": "（{when}，用时 {seconds:.1f} s）",
+    " {when}, in {seconds:.1f} s": "（{when} 测得，测量用时 {seconds:.1f} s）",
     "  not considered: {kernels}": "  未考虑：{kernels}",
     "forced: outside the faithful bound, for comparison": "指定：超出允许的误差界，只用来比较",
     "fastest: {ms:.2f} ms a step (others: {others})": "最快：每步 {ms:.2f} ms（其他：{others}）",
@@ -681,9 +681,6 @@ ZH: dict[str, str] = {
     "be chosen from it (found at a read-back of the fast path)":
         "第 {row} 行 logits 含有 NaN，或者其中每个 token 都被排除了：模型的输出已经坏了，从中选不出任何 token"
         "（在快速路径读回结果时发现）",
-    "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them at their "
-    "defaults":
-        "SamplingParams：束搜索（num_beams={n}）是确定性的，不接受 {taken}；请让这些参数保持默认值",
     "SamplingParams: beam search (num_beams={n}) is deterministic and does not take {taken}; leave them at their "
     "defaults (temperature 0 or 1)":
         "SamplingParams：束搜索（num_beams={n}）是确定性的，不接受 {taken}；"
