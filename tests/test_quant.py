@@ -144,3 +144,14 @@ def test_cli_weights_gguf(qlm, greedy, capsys):
     assert repr(qlm.tokenizer.decode(expected, skip_special_tokens=True)) in out
     main(["generate", "The capital of France is", "--max-tokens", "4", "--temperature", "0", "--weights", "gguf"])
     assert qlm.tokenizer.decode(expected, skip_special_tokens=True) in capsys.readouterr().out
+
+
+def test_the_q8_0_head_on_the_int4_kernel_reads_a_little_more_than_its_blocks():
+    """Chapter 10.13: with kernel="int4" the Q8_0 head goes through the 4-bit kernel as two digits, each pass with its
+    own bfloat16 scales and zeros, so a step reads a little more of it than its Q8_0 blocks hold (10 bits a weight
+    against 8.5); the chapter's table counts those bytes."""
+    head = tl.load(weights="gguf", kernel="int4", progress=False).model.lm_head
+    assert isinstance(head, Q8_0Linear) and head.kernel == "int4"
+    weights = head.in_features * head.out_features
+    assert head.blocks.nbytes * 8 / weights == 8.5  # 32 int8 values and one float16 scale per 32 weights
+    assert head.blocks.nbytes < head.nbytes_read <= 1.2 * head.blocks.nbytes

@@ -762,9 +762,10 @@ print(viz.tr("bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {q4}, Q8
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Q4_1, and the bytes a step reads", "zh": "Q4_1 与每步读取的字节"}}
 # The kernel computes $w = (q - 8)s + z$ per group, which is Q4_1 with $s = d$ and $z = m + 8d$. The Q8_0 head has
 # no matching CPU kernel (PyTorch's int8 one takes one scale per row, not per 32 weights), so it is written as two
-# 4-bit digits, $q + 128 = 16 \cdot \mathit{hi} + \mathit{lo}$, and goes through the 4-bit kernel twice, reading as
-# many bytes as 8 bits would. The embedding lookup still uses the float32 table: it reads one row per token, which
-# costs memory, not time.
+# 4-bit digits, $q + 128 = 16 \cdot \mathit{hi} + \mathit{lo}$, and goes through the 4-bit kernel twice; each pass
+# carries its own bfloat16 scales and zeros, so the head reads a little more than its Q8_0 blocks would (the 4-bit
+# row of the table below counts it so). The embedding lookup still uses the float32 table: it reads one row per
+# token, which costs memory, not time.
 #
 # What one decode step reads, at 96 tokens of context (weights + K and V read and written; the cache stays
 # in the model's activation dtype). int8 here means Q8_0 blocks for every matrix; no int8 model is built
@@ -822,15 +823,15 @@ for name, b in step_bytes.items():
 viz.figures.precision_roofline_figure(cpu, rows)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the figure shows", "zh": "图中可见什么"}, {"en": "What it costs in quality", "zh": "质量上的代价", "at": "What it costs"}], "say": ["**Prefill and decode"]}
-# Open circles are where the roof puts each precision, dots where it landed. All of them sit far left of
-# the ridge: fewer bytes per weight move a step along the sloped, memory-bound part of the roof, and the
-# 4-bit model is much faster than float32 here (the table gives this run's factor). bfloat16 halves
-# the bytes, but how much of that becomes speed depends on how well the CPU's matmul kernels handle
-# bfloat16 (the table shows this machine). How near each dot comes to its circle is the × bandwidth column, and a
-# dot may even pass its circle: the bandwidth is measured only roughly, by one timed copy that reads and writes,
-# with this chapter's threads, on a shared machine, while a decode step mostly reads, on one thread. Here the
-# circle is an estimate, not a strict upper bound. A dot far from its circle is so for the reason of 10.8: a step
-# is hundreds of small operations.
+# Open circles are where the roof puts each precision, dots where it landed. All of them sit left of the ridge, and
+# the fewer the bytes per weight, the nearer the ridge: fewer bytes per weight move a step along the sloped,
+# memory-bound part of the roof, and the 4-bit model is much faster than float32 here (the table gives this run's
+# factor). bfloat16 halves the bytes, but how much of that becomes speed depends on how well the CPU's matmul
+# kernels handle bfloat16 (the table shows this machine). How near each dot comes to its circle is the × bandwidth
+# column, and a dot may even pass its circle: the bandwidth is measured only roughly, by one timed copy that reads
+# and writes, with this chapter's threads, on a shared machine, while a decode step mostly reads, on one thread.
+# Here the circle is an estimate, not a strict upper bound. A dot far from its circle is so for the reason of 10.8:
+# a step is hundreds of small operations.
 #
 # **Prefill and decode take the same path.** Each matrix multiplies with the same kernel whatever the prompt's
 # length: there is no separate de-quantised path for long prompts.
@@ -1014,10 +1015,10 @@ for name, row in speeds.items():
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The matrices are timed on their own, apart from the steps, so on a busy machine the two timings can disagree by a
 # millisecond or two; run the cell again if the share outside looks off. Both paths multiply by the same matrices;
-# what the fast path removes is part of the rest. The rest does not vanish: attention, the cache and the operations
-# that remain still cost their few microseconds each. Engines written in C, such as llama.cpp, have no
-# per-operation bookkeeping and multiply with their own integer dot products; `python -m teachllm.bench
-# --weights-only` prints llama.cpp's speed on this file beside teachllm's when it is installed.
+# what the fast path removes is most of the time outside them (the two lines above give this run's shares).
+# Attention, the cache and the operations that remain still cost their few microseconds each. Engines written in C,
+# such as llama.cpp, have no per-operation bookkeeping and multiply with their own integer dot products; `python -m
+# teachllm.bench --weights-only` prints llama.cpp's speed on this file beside teachllm's when it is installed.
 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary

@@ -336,8 +336,9 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # optimisations (several GPUs), outside the scope of a single-CPU course.
 #
 # ## Summary
-# - Prefix caching names each full block by its tokens and everything before them; a shared system prompt is
-#   computed once and found by later requests (here 32 prompt tokens per request), with identical outputs.
+# - Prefix caching names each full block by its tokens and everything before them; the full blocks of a shared
+#   prefix are computed once and found by later requests (here 32 prompt tokens per request; the shared tokens
+#   past the last full block are computed again), with identical outputs.
 # - Precomputed chunks placed after other text need their keys rotated (exact) and their cross-attention
 #   restored (not possible without computing). CacheBlend's HKVD selection, at *LLM Inference Flow*'s 15% of
 #   the tokens, removes most of the quality loss for about a fifth of the prefill compute; random selection does much worse.
