@@ -287,9 +287,11 @@ for i in range(S):
     print(f"{i:>3}  {names[i]:<11}{guess!r:<21}{actual}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What skipping the other rows saves", "zh": "跳过其余各行省下多少"}, "say": true}
-# After the first sentence, the model predicts the second one almost word for word: it has seen the
-# pattern once. How much work does skipping the other rows save? The LM head is a [576 × 49,152] matrix,
-# $2hV$ FLOPs per position it projects. `tl.cost` counts the matmul FLOPs of both calls:
+# After the first sentence, the model predicts the words of the second that repeat the first (` capital`,
+# ` of`, ` is`): it has seen the pattern once. It misses only what it could not know: after the full stop it
+# predicts a new line, not ` The`, and after ` of` it copies the first sentence, ` France`, not ` Italy`. How much
+# work does skipping the other rows save? The LM head is a [576 × 49,152] matrix, $2hV$ FLOPs per position it
+# projects. `tl.cost` counts the matmul FLOPs of both calls:
 
 # %% slide={"code": [[3, 5]], "output": [[1, 5]]}
 lengths = (S, 128, 1000, 2048, cfg.max_position_embeddings)
