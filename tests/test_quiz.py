@@ -140,6 +140,11 @@ def test_a_bad_question_says_what_is_wrong(change, message):
     ({"answer": 3}, r"answer 3 is not an option's index \(0 to 2\)"),
     ({"answer": True}, "answer True is not an option's index"),
     ({"options": ["a", "b"], "answer": 0}, "a list of 3 to 5"),
+    # the options are shown shuffled (quiz.shuffled), so a position in the explanation points at another option
+    ({"explanation": "The ratio in the third option is WordPiece's rule."}, "names an option by its position"),
+    ({"explanation": "It is the opposite of the last option."}, "names an option by its position"),
+    ({"explanation": "第三个选项中的比值是 WordPiece 的规则。"}, "names an option by its position"),
+    ({"explanation": "与最后一个选项恰恰相反。"}, "names an option by its position"),
 ])
 def test_a_bad_choice_says_what_is_wrong(change, message):
     with pytest.raises(quiz.QuizError, match=message):

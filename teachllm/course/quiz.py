@@ -172,6 +172,11 @@ def read(chapter: int, lang: str) -> list[dict]:
     return questions
 
 
+# "the third option", "the last option", 第三个选项, 最后一个选项: wrong once `shuffled` reorders the options
+BY_POSITION = re.compile(r"\b(first|second|third|fourth|fifth|last)\s+(option|choice)\b|"
+                         r"(第[一二三四五1-5]|最后一)个选项|选项\s*[A-E1-5]\b", re.IGNORECASE)
+
+
 def validate(q: dict, where: str) -> None:
     """Check one question as written; raise QuizError saying what is wrong."""
     if not isinstance(q, dict):
@@ -218,6 +223,9 @@ def validate(q: dict, where: str) -> None:
             _fail(where, "a next-token question needs `key`: the engine says which token comes next")
         if ("prompt" in q) == ("chat" in q) or not isinstance(q.get("prompt", q.get("chat")), str):
             _fail(where, "a next-token question needs exactly one of `prompt` (plain text) and `chat` (a user message)")
+    if kind != "numeric" and BY_POSITION.search(q["explanation"]):
+        _fail(where, f"the explanation names an option by its position ({BY_POSITION.search(q['explanation'])[0]!r}), "
+              "but the options are shown shuffled: name it by what it says")
     if "from_guide" in q and not isinstance(q["from_guide"], bool):
         _fail(where, "from_guide must be true or false")
     if "key" in q:
