@@ -169,8 +169,9 @@ blend_quality_figure(rows)
 # Reusing the stored caches as they are ($r = 0$) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
 # Recomputing the ~15% of the tokens that *LLM Inference Flow* §3.4 names, with HKVD selection — 21% of a full
 # prefill's compute, since two layers are recomputed in full — removes three quarters of the KL; the same number of random tokens removes
-# a third of it. (The perplexity, over only 27 tokens, is noisier and does not fall at every step.) Which
-# tokens did HKVD pick?
+# a third of it. (The perplexity, over only 27 tokens, is noisier and does not fall at every step.) The top-1
+# column cannot tell the two selections apart: over 27 positions it moves in steps of 1/27, and at r = 0.15,
+# 0.30 and 0.50 both pick the same next token equally often. Which tokens did HKVD pick?
 
 # %% slide={"title": {"en": "The tokens it recomputes", "zh": "被重算的 token"}, "code": [[1, 4]]}
 context = sum(chunks, [])
@@ -341,7 +342,8 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 #   past the last full block are computed again), with identical outputs.
 # - Precomputed chunks placed after other text need their keys rotated (exact) and their cross-attention
 #   restored (not possible without computing). CacheBlend's HKVD selection, at *LLM Inference Flow*'s 15% of
-#   the tokens, removes most of the quality loss for about a fifth of the prefill compute; random selection does much worse.
+#   the tokens, removes three quarters of the KL for about a fifth of the prefill compute; the same number of random
+#   tokens leaves about three times as much KL.
 # - With greedy verification, speculative decoding keeps the target's exact greedy output; it pays only with
 #   a draft that is cheap *and* agrees often. Layer-dropping drafts of this untrained-for-it model agree rarely, and the speed-up here is below 1.
 # - An int8 KV cache takes 27% of the float32 memory at a small logit error.
