@@ -47,4 +47,5 @@ def batching_same_tokens(lm):
 def decode_bytes_ratio(lm):
     one, many = (tl.cost.decode_cost(lm.config, context_len=33, batch_size=b, dtype="float32") for b in (1, 32))
     return {"answer": round(many.bytes / one.bytes, 3), "flops_ratio": many.flops / one.flops,
-            "weights_mb": one.weight_bytes / 1e6, "kv_mb": many.kv_read_bytes / 1e6}
+            "weights_mb": one.weight_bytes / 1e6, "kv_mb": many.kv_read_bytes / 1e6,
+            "kv_write_mb": many.kv_write_bytes / 1e6}

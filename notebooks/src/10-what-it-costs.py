@@ -483,8 +483,8 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # On this CPU a much shorter prompt is enough (the cell above says how many); on an H100
 # this model needs 356 tokens and Llama-7B 305. Below that, even prefill waits on memory: a
 # 300-token prefill of this model on an H100 is memory-bound, which is what the table of section 10.9 shows. The
-# course notes' "prefill is compute-bound" is a statement about long prompts, or large batches of prompts, on a
-# GPU.
+# course notes (*LLM Inference Flow* §3.2, the interview answer §2.2) call prefill compute-bound; that holds only
+# for long prompts, or large batches of prompts, on a GPU.
 #
 # The course notes also quote GPU utilisation, and they disagree: *LLM Generation Process* (§6.1) gives prefill
 # 50–80% and decode 10–30%; the interview answer gives 80–95% and 10–30% in its table, and "usually
@@ -571,7 +571,8 @@ print(viz.tr("the roof caps decode's share here at intensity ÷ ridge = {intensi
              intensity=p_dec.intensity, ridge=device.ridge, cap=p_dec.intensity / device.ridge))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# Read the verdicts above: they are this run's. Decode's share cannot be high on any machine: below the ridge the
+# Read the verdicts above: they are this run's. Decode's share cannot be high on a machine whose ridge lies far
+# above decode's intensity (this CPU's and the H100's both do; the cells above print their ridges): below the ridge the
 # roof caps it at $\text{intensity} / \text{ridge}$ (the last line), and a real step usually lands below the roof
 # (the slope rests on a roughly measured bandwidth). A decode share no larger than that cap supports the interview
 # answer's text ("below 20%") rather than the 10–30% of both tables. Prefill's share depends on how busy the
@@ -743,19 +744,28 @@ print(viz.tr("Llama-7B on an H100: TTFT ≥ {ttft:.1f} ms for a 1,000-token prom
 # models on the CPU too, whatever device the rest of the chapter uses (on a GPU machine, a float32 copy is
 # loaded for it):
 
-# %% slide={"title": {"en": "The 4-bit model, inside", "zh": "4 位模型的内部"}, "code": [1, [6, 9]], "output": [[2, 8]]}
+# %% slide={"title": {"en": "The 4-bit model, inside", "zh": "4 位模型的内部"}, "code": [1, 6, [16, 21]], "output": [[2, 7]]}
 qlm = tl.load(weights="gguf", kernel="int4", device="cpu", dtype="float32")  # the file's own 4 and 8 bits
 on_cpu = lm.device.type == "cpu" and lm.dtype == torch.float32
 lm32 = lm if on_cpu else tl.load(device="cpu", dtype="float32")  # the float32 reference, beside the 4-bit model
 print(viz.tr("4-bit model on {q}; float32 reference on {ref}", q=qlm.device, ref=lm32.device)
       + ("" if on_cpu else viz.tr(" (this chapter's model runs on {device} in {dtype})", device=lm.device, dtype=lm.dtype)))
 gate = qlm.model.layers[0].mlp.gate_proj
-print(gate)
+
+
+def sizes(layer):  # a quantised layer's shape, its bytes as stored and as float32, its kernel
+    stored, as_float32 = layer.sizes_mib()
+    return viz.tr("{cls}: {i} → {o}, {mib:.2f} MiB as stored (float32: {mib32:.2f} MiB), kernel {kernel}",
+                  cls=type(layer).__name__, i=layer.in_features, o=layer.out_features, mib=stored, mib32=as_float32,
+                  kernel=layer.kernel)
+
+
+print(sizes(gate))
 print(viz.tr("row 0, block 0: q = {q}", q=gate.q[0, :32].tolist()))
 print(viz.tr("                d = {d:.6g}, m = {m:.6g}", d=float(gate.d[0, 0]), m=float(gate.m[0, 0])))
 print(viz.tr("dequantize() equals tl.load()'s float32 weight: {same}",
              same=torch.equal(gate.dequantize(), lm32.model.layers[0].mlp.gate_proj.weight)))
-print(qlm.model.lm_head)
+print(sizes(qlm.model.lm_head))
 print(viz.tr("bits per weight: Q4_1 (32 × 4 bits + two float16) / 32 = {q4}, Q8_0 (32 × 8 bits + one float16) / 32 = "
              "{q8}", q4=(32 * 4 + 2 * 16) / 32, q8=(32 * 8 + 16) / 32))
 
@@ -823,10 +833,10 @@ for name, b in step_bytes.items():
 viz.figures.precision_roofline_figure(cpu, rows)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": [{"en": "What the figure shows", "zh": "图中可见什么"}, {"en": "What it costs in quality", "zh": "质量上的代价", "at": "What it costs"}], "say": ["**Prefill and decode"]}
-# Open circles are where the roof puts each precision, dots where it landed. All of them sit left of the ridge, and
-# the fewer the bytes per weight, the nearer the ridge: fewer bytes per weight move a step along the sloped,
-# memory-bound part of the roof, and the 4-bit model is much faster than float32 here (the table gives this run's
-# factor). bfloat16 halves the bytes, but how much of that becomes speed depends on how well the CPU's matmul
+# Open circles are where the roof puts each precision, dots where it landed. All of them sit left of the ridge. The
+# fewer the bytes per weight, the further up and to the right a decode step's dot moves along the sloped,
+# memory-bound part of the roof, nearer the ridge; and the 4-bit model is much faster than float32 here (the table
+# gives this run's factor). bfloat16 halves the bytes, but how much of that becomes speed depends on how well the CPU's matmul
 # kernels handle bfloat16 (the table shows this machine). How near each dot comes to its circle is the × bandwidth
 # column, and a dot may even pass its circle: the bandwidth is measured only roughly, by one timed copy that reads
 # and writes, with this chapter's threads, on a shared machine, while a decode step mostly reads, on one thread.

@@ -56,7 +56,8 @@ print(viz.tr("SmolLM2-135M: {params:.1f} M parameters, {mb:.0f} MB of weights in
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step, growing batches", "zh": "批次变大时的一个解码步"}, "say": true}
 # One decode step at a context of 33 tokens, for growing batches (`tl.cost.decode_cost`: FLOPs of the matrix
-# products; bytes = weights read once + the K and V each sequence reads from its cache):
+# products; bytes = weights read once + the K and V each sequence reads from its cache + the new tokens' K and V
+# written):
 
 # %% slide={"code": [[1, 4]]}
 print(viz.tr("batch   GFLOP  MB moved  FLOP/byte  MB of weights per token"))

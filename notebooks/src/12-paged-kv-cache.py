@@ -221,9 +221,12 @@ block_table_figure(run.timeline[1].block_tables, title=viz.tr("after iteration {
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Step through the run", "zh": "逐步查看这次运行"}, "say": true}
 # Step through the run: request 2's table grows by one block every four tokens. When request 0 finishes,
 # the blocks only it held go back to the pool's free queue (grey); the shared prefix blocks stay, since
-# others still hold them. Freed blocks keep their K and V, and are handed out again only after the
-# never-used ones: request 3, whose prompt begins like request 0's (the template, then "What is the capital
-# of"), even finds one of them still holding what it needs, and so finds 28 prompt tokens in the cache
+# others still hold them. A freed full block keeps its K and V (the prefix cache remembers which prefix it
+# holds) and goes to the back of the free queue, handed out again only after the never-used ones; a block that
+# is not full holds no prefix worth keeping, goes to the front and is reused first (12.2's small example had
+# prefix caching off, so there every freed block went to the front). Request 3, whose prompt begins like
+# request 0's (the template, then "What is the capital of"), even finds one of the freed blocks still holding
+# what it needs, and so finds 28 prompt tokens in the cache
 # (chapter 13 makes use of that).
 
 # %%
@@ -344,8 +347,8 @@ print(viz.tr("{n} tokens: contiguous {c_slots} slots = {c_mib:.2f} MiB, paged {p
 #   Flow*, 2300 slots for 900 tokens (61% wasted), and the free memory splits into holes.
 # - A paged cache is a pool of fixed-size blocks; a block table maps each request's logical blocks to physical
 #   ones, and a token's K and V sit at slot $\text{table}[\lfloor p / b \rfloor] \cdot b + (p \bmod b)$.
-# - Blocks are handed out as a request grows and return to the pool when it finishes; the next request takes
-#   them, wherever they are.
+# - Blocks are handed out as a request grows and return to the pool when it finishes, to be handed out again,
+#   wherever they are; full blocks that hold a prefix go last, so that a later request may find them.
 # - Requests with a common prefix share its full blocks (reference count > 1) and skip computing it.
 # - Waste is under one block per request; the logits are those of the contiguous cache (≤ 1e-4).
 #

@@ -166,12 +166,12 @@ print(viz.tr("(r = 0: full reuse, no compute; r = 1: a full prefill; perplexity 
 blend_quality_figure(rows)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Reuse as is, or recompute a few", "zh": "原样复用，还是重算少数"}}
-# Reusing the stored caches as they are ($r = 0$) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
+# Reusing the stored caches with only the keys shifted to their new positions ($r = 0$) costs a lot: KL 0.34 and a perplexity of 7.1 instead of 5.3.
 # Recomputing the ~15% of the tokens that *LLM Inference Flow* §3.4 names, with HKVD selection — 21% of a full
 # prefill's compute, since two layers are recomputed in full — removes three quarters of the KL; the same number of random tokens removes
 # a third of it. (The perplexity, over only 27 tokens, is noisier and does not fall at every step.) The top-1
-# column cannot tell the two selections apart: over 27 positions it moves in steps of 1/27, and at r = 0.15,
-# 0.30 and 0.50 both pick the same next token equally often. Which tokens did HKVD pick?
+# column hardly tells the two selections apart: over 27 positions it moves in steps of 1/27, and at r = 0.15,
+# 0.30 and 0.50 the two have exactly the same top-1 (0.852, 0.926, 0.963). Which tokens did HKVD pick?
 
 # %% slide={"title": {"en": "The tokens it recomputes", "zh": "被重算的 token"}, "code": [[1, 4]]}
 context = sum(chunks, [])

@@ -68,9 +68,14 @@ class QuantisedLinear(nn.Module):
         """Bytes one call reads from memory: the weight in its kernel's layout (and the bias)."""
         return self.impl.nbytes + (0 if self.bias is None else self.bias.nbytes)
 
+    def sizes_mib(self) -> tuple[float, float]:
+        """(MiB of the file's blocks, MiB the same weight takes in float32)."""
+        return self.blocks.nbytes / 2**20, self.in_features * self.out_features * 4 / 2**20
+
     def extra_repr(self) -> str:
-        return (f"{self.in_features} → {self.out_features}, {self.blocks.nbytes / 2**20:.2f} MiB as stored, "
-                f"float32: {self.in_features * self.out_features * 4 / 2**20:.2f} MiB, kernel {self.kernel}")
+        stored, as_float32 = self.sizes_mib()
+        return (f"{self.in_features} → {self.out_features}, {stored:.2f} MiB as stored, "
+                f"float32: {as_float32:.2f} MiB, kernel {self.kernel}")
 
 
 class Q4_1Linear(QuantisedLinear):

@@ -506,7 +506,7 @@ ZH: dict[str, str] = {
     "FLOP per byte, float32": "每字节 FLOP，float32",
     "FLOP per byte, bfloat16": "每字节 FLOP，bfloat16",
     "bottleneck on an H100 (ridge {ridge:.0f})": "H100 上的瓶颈（屋脊点 {ridge:.0f}）",
-    "compute-bound on an H100 from": "在 H100 上计算密集的起点",
+    "compute-bound on an H100 from": "在 H100 上成为计算密集型的起点",
     "{n} prompt tokens": "{n} 个提示词 token",
     "never at batch 1": "批大小为 1 时永远不会",
     "time": "耗时",
@@ -546,6 +546,8 @@ ZH: dict[str, str] = {
         "ms，TPOT ≥ {tpot:.2f} ms，解码速率 ≤ 每秒 {rate:.0f} 个 token",
     "4-bit model on {q}; float32 reference on {ref}": "4 位模型在 {q} 上；float32 参照模型在 {ref} 上",
     " (this chapter's model runs on {device} in {dtype})": "（本章的模型在 {device} 上以 {dtype} 运行）",
+    "{cls}: {i} → {o}, {mib:.2f} MiB as stored (float32: {mib32:.2f} MiB), kernel {kernel}":
+        "{cls}：{i} → {o}，文件中的块占 {mib:.2f} MiB（float32 要 {mib32:.2f} MiB），内核 {kernel}",
     "row 0, block 0: q = {q}": "第 0 行，第 0 块：q = {q}",
     "                d = {d:.6g}, m = {m:.6g}": "                  d = {d:.6g}（缩放），m = {m:.6g}（最小值）",
     "dequantize() equals tl.load()'s float32 weight: {same}": "dequantize() 与 tl.load() 的 float32 权重相等：{same}",
