@@ -66,6 +66,15 @@ def test_block_format_matches_the_gguf_packages_dequantiser(qlm):
     assert q.dtype == torch.uint8 and int(q.min()) == 0 and int(q.max()) == 15
 
 
+def test_sizes_are_the_files_bytes(qlm):
+    """`sizes_mib()`, which chapter 10 prints: the GGUF tensor's own bytes as stored, 4 bytes a weight in float32."""
+    tensors = {t.name: t for t in GGUFReader(str(tl.checkpoints.loading.bundled_gguf())).tensors}
+    for gguf_name, ours in (("blk.0.ffn_gate.weight", "layers.0.mlp.gate_proj"), ("token_embd.weight", "lm_head")):
+        layer, t = qlm.model.get_submodule(ours), tensors[gguf_name]
+        stored, as_float32 = layer.sizes_mib()
+        assert stored == int(t.n_bytes) / 2**20, gguf_name
+        assert as_float32 == int(t.n_elements) * 4 / 2**20, gguf_name
+
 # A near-tie: float32's two candidates closer than this many logits. Why 0.5: the kernel rounds activations,
 # per-group scales and zeros, and its output to bfloat16 (8 significant bits, up to 2⁻⁹ ≈ 0.2% per rounding),
 # which moves the gap between two logits by a few hundredths typically and by up to 0.34 in the worst of 338
