@@ -30,6 +30,12 @@ def qlm():
     return tl.load(weights="gguf", progress=False)
 
 
+@pytest.fixture(scope="module")
+def gguf_tensors():
+    """The bundled file's tensors, by name, as the gguf package reads them."""
+    return {t.name: t for t in GGUFReader(str(tl.checkpoints.loading.bundled_gguf())).tensors}
+
+
 @pytest.fixture
 def hf_bf16():
     """transformers' model in bfloat16, for the one test that compares with it: made for it and freed after it,
@@ -54,26 +60,24 @@ def test_every_packed_matrix_dequantises_to_the_float32_weight(lm, qlm):
         assert torch.equal(layer.dequantize(), reference), name  # bit for bit, q/k row order included
 
 
-def test_block_format_matches_the_gguf_packages_dequantiser(qlm):
+def test_block_format_matches_the_gguf_packages_dequantiser(qlm, gguf_tensors):
     """The docstring's block layout, checked against the gguf package on the file's own (un-permuted) rows."""
-    reader = GGUFReader(str(tl.checkpoints.loading.bundled_gguf()))
-    tensors = {t.name: t for t in reader.tensors}
     for gguf_name, ours in (("blk.0.ffn_down.weight", "layers.0.mlp.down_proj"), ("token_embd.weight", "lm_head")):
-        t = tensors[gguf_name]
+        t = gguf_tensors[gguf_name]
         expected = dequantize(np.array(t.data), t.tensor_type).reshape(t.data.shape[0], -1)
         assert np.array_equal(qlm.model.get_submodule(ours).dequantize().numpy(), expected)
     q = qlm.model.layers[0].mlp.up_proj.q
     assert q.dtype == torch.uint8 and int(q.min()) == 0 and int(q.max()) == 15
 
 
-def test_sizes_are_the_files_bytes(qlm):
+def test_sizes_are_the_files_bytes(qlm, gguf_tensors):
     """`sizes_mib()`, which chapter 10 prints: the GGUF tensor's own bytes as stored, 4 bytes a weight in float32."""
-    tensors = {t.name: t for t in GGUFReader(str(tl.checkpoints.loading.bundled_gguf())).tensors}
     for gguf_name, ours in (("blk.0.ffn_gate.weight", "layers.0.mlp.gate_proj"), ("token_embd.weight", "lm_head")):
-        layer, t = qlm.model.get_submodule(ours), tensors[gguf_name]
+        layer, t = qlm.model.get_submodule(ours), gguf_tensors[gguf_name]
         stored, as_float32 = layer.sizes_mib()
         assert stored == int(t.n_bytes) / 2**20, gguf_name
         assert as_float32 == int(t.n_elements) * 4 / 2**20, gguf_name
+
 
 # A near-tie: float32's two candidates closer than this many logits. Why 0.5: the kernel rounds activations,
 # per-group scales and zeros, and its output to bfloat16 (8 significant bits, up to 2⁻⁹ ≈ 0.2% per rounding),
