@@ -296,8 +296,8 @@ bpe_pieces_figure(held_out[0], merges, len(merges))
 # ## 2.7 Byte-level BPE: Chinese and emoji
 #
 # Our toy BPE starts from characters, so a character it never saw has no symbol. SmolLM2's BPE starts from
-# the 256 possible **bytes** of UTF-8 instead. Every text is a sequence of bytes, so nothing is ever
-# unknown. The price: an English letter is one byte, but a common Chinese character is three bytes and a
+# the 256 possible values of a **byte** instead. Every text, written in UTF-8, is a sequence of bytes, so nothing
+# is ever unknown. The price: an English letter is one byte, but a common Chinese character is three bytes and a
 # common emoji four, and when a character was rare in the training data its bytes are not merged into one token.
 
 # %% slide={"title": {"en": "Three texts in bytes and tokens", "zh": "三段文字的字节与 token"}, "output": [1, [5, 12]]}

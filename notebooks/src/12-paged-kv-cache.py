@@ -3,8 +3,8 @@
 #
 # **What you will see.** The KV cache of chapter 4 is one contiguous tensor per request, reserved up front
 # for the longest the request could get. With many requests that wastes most of the memory. vLLM's
-# **PagedAttention** cuts the cache into small fixed-size **blocks** and hands them out as requests grow,
-# the way an operating system pages memory. We compute the waste of contiguous reservations on the example
+# **PagedAttention** stores the cache in small fixed-size **blocks**, a **paged KV cache**, and hands them out as
+# requests grow, the way an operating system pages memory. We compute the waste of contiguous reservations on the example
 # of *LLM Inference Flow* (《LLM 推理流程》) §7.2, follow a token's K and V to its block, watch block tables
 # fill, get freed and get shared while real requests run, and check that the paged cache gives the same logits
 # as the contiguous one.

@@ -225,8 +225,8 @@ for name, r in zip(drafts, spec, strict=True):
 # real deployments use a small model of the same family, or extra heads trained to draft (Medusa, EAGLE).
 #
 # **What to expect from an acceptance rate.** The two papers that introduced speculative decoding (Leviathan et
-# al.'s and Chen et al.'s, in the references) give a rule of thumb: if each proposal is accepted with probability
-# $\alpha$, independently, a target call yields on average
+# al.'s and Chen et al.'s, in the references) give an estimate under a simplifying assumption: if each proposal
+# is accepted with probability $\alpha$, independently, a target call yields on average
 #
 # $$1 + \alpha + \dots + \alpha^\gamma = \frac{1 - \alpha^{\gamma + 1}}{1 - \alpha}$$
 #

@@ -562,7 +562,7 @@ ZH: dict[str, str] = {
         "                       MB/步 Roofline 预测的解码速率   实测  × float32       × 带宽",
     "                     max |Δlogit|   mean KL  ppl English  ppl Chinese":
         "                    最大 |Δlogit|   平均 KL   英文困惑度   中文困惑度",
-    "relative error against float32: {error:.0e}": "相对 float32 的误差：{error:.0e}",
+    "relative error against float32: {error:.0e}": "与 float32 相比的相对误差：{error:.0e}",
     "the avx2 kernel does not run here: {why}": "avx2 内核在这里不能运行：{why}",
     "the same logits within 1e-4: {same}": "两者的 logits 相差在 1e-4 以内：{same}",
     "{step:6.1f} ms a step, {matrices:5.1f} ms in the matrices, {outside:4.0%} outside":
