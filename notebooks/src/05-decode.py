@@ -60,8 +60,9 @@ print(viz.tr("decode step fed {fed!r} → {chosen!r}; {cache}", fed=tok.token_te
              chosen=tok.token_text(int(next_logits.argmax(-1))), cache=cache))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The step's shapes", "zh": "这一步的形状"}}
-# The step ran one token through all 30 layers. Its trace has the shapes of the `decode_step` sketch in
-# *LLM Generation Process* (《LLM 生成过程》): one query row, T = S + 1 = 13 keys.
+# The step ran one token through all 30 layers. Its trace's scores, (1, 9, 1, 13), have the shape
+# `[batch, heads, 1, N+1]` of the `decode_step` sketch in *LLM Generation Process* (《LLM 生成过程》): one query
+# row, T = S + 1 = 13 keys.
 
 # %% slide={"code": [[1, 3]]}
 t = trace.layers[layer]
@@ -94,8 +95,8 @@ print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 # ```
 #
 # We do exactly that with layer 1's own modules, adding the two steps a Llama layer has that the sketch
-# leaves out: the RMSNorm before the projections and RoPE on q and k. The input is the new token's hidden
-# state as it entered layer 1, taken from the trace.
+# leaves out: the RMSNorm before the projections and RoPE on q and k. The input is the new token's
+# residual-stream vector (the sketch's `hidden_states`) as it entered layer 1, taken from the trace.
 
 # %% slide={"title": {"en": "Q, K and V of the new token, by hand", "zh": "手算新 token 的 Q、K、V"}, "code": [3, [5, 12], 17]}
 block = lm.model.layers[layer]  # input_layernorm, self_attn (q/k/v/o_proj), post_attention_layernorm, mlp
@@ -118,7 +119,8 @@ print(viz.tr("q_new, k_new, v_new by hand = the decode step's: {q} {k}", q=tuple
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The attention, by hand", "zh": "手算注意力"}}
 # Now the attention. Each query head reads its group's KV head (query head *h* reads KV head *h* // 3), so we
-# repeat each cached head 3 times before the matrix product. There is one query row, so there is no mask:
+# repeat each KV head (the cached keys plus the new one) 3 times before the matrix product. Nothing comes after
+# the new token, so there is no causal mask to apply:
 
 # %% slide={"code": [[1, 3], [5, 9], 13]}
 K = torch.cat([k_cache, k_new], dim=2)  # [1, n_kv, T, d]: the cache's keys, then the new one
@@ -310,7 +312,7 @@ for name, c in ((viz.tr("prefill, {n}-token prompt", n=S), tl.cost.prefill_cost(
 # Chapter 13 tries it on this model.
 #
 # ## Summary
-# - A decode step runs one token: q_new, k_new, v_new from its hidden state (RMSNorm, projections, RoPE at
+# - A decode step runs one token: q_new, k_new, v_new from its residual-stream vector (RMSNorm, projections, RoPE at
 #   its position), then q_new against all T cached-plus-new keys, softmax, · V. One row per head, no causal
 #   mask.
 # - The step writes k_new and v_new into the next cache slot, so the cache grows by one token per step.

@@ -147,11 +147,12 @@ assert out.token_ids == answer.token_ids[: i + 2]  # it ran until the token that
 #
 # When streaming, this creates a problem: after ` France` arrives, `ance` might be the start of the stop
 # string, so the engine cannot show it yet. It holds back the last `len(stop) - 1` characters until it knows.
-# The pieces `lm.stream` yields therefore do not line up with tokens:
+# The pieces `lm.stream` yields therefore do not line up with tokens (we ask for the reference loop, `fast=False`:
+# on a GPU the fast path reads the ids back only every few tokens, so its pieces come in batches):
 
 # %%
-print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32, stop=[stop]))))
-print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32))))
+print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32, stop=[stop]), fast=False)))
+print(list(lm.stream(question, tl.SamplingParams(temperature=0, max_tokens=32), fast=False)))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # The `check_stop_condition` of *LLM Generation Process* finds the string but only returns
@@ -218,14 +219,14 @@ print(viz.tr("joined         : {text}", text="".join(naive)))
 # part waits for the next token:
 
 # %%
-pieces = list(lm.stream(chinese, params))
+pieces = list(lm.stream(chinese, params, fast=False))  # the reference loop: one piece per token, on any device
 print(viz.tr("stream pieces  : {pieces}", pieces=pieces))
 assert "".join(pieces) == out.text
 assert not any("\ufffd" in piece for piece in pieces)  # never half a character
 print(viz.tr("full text      : {text}", text=out.text))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["After each exercise,", "Work in the cells"]}
-# The stream is right; the answer is not. Asked in Chinese to introduce itself, the model writes `你自己是一个独立的客户，可以`: it takes 你自己 ("yourself") from the question and goes on "is an independent customer, can". These are real words, and no answer: the bundled model writes Chinese characters, not Chinese sense. The last section of the lecturer's guide says where its Chinese still teaches something (tokens, sampling, streaming) and how to run the chapters on a model that speaks Chinese.
+# The stream is right; the answer is not. Asked in Chinese to introduce itself, the model writes `你自己是一个独立的客户，可以`: it takes 你自己 ("yourself") from the question and goes on "is an independent customer, can". These are real words, and no answer: the bundled model writes Chinese characters, not Chinese sense. The last section of the lecturer's guide says where its Chinese still teaches something (tokens, sampling, the repetition penalty, streaming) and how to run the chapters on a model that speaks Chinese.
 #
 # The same holds back-and-release logic serves both problems of this chapter: an unfinished character and a
 # stop string that might be starting are both held until the next token settles them.

@@ -847,7 +847,7 @@ ZH: dict[str, str] = {
     "this model's EOS ids: {ids} {pieces}": "本模型的 EOS id：{ids} {pieces}",
     "with include_stop_str_in_output: {text!r}": "设置 include_stop_str_in_output 时：{text!r}",
     "tokens: {tokens}": "各 token：{tokens}",
-    "pieces: {pieces}": "片段：{pieces}",
+    "pieces: {pieces}": "token 片段：{pieces}",
     "step  token         p(EOS)  EOS masked?": "  步  token         p(EOS)  EOS 被屏蔽？",
     "yes": "是",
     "no": "否",
