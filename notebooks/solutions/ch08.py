@@ -29,11 +29,16 @@ k1_is_greedy = True
 total_always_grows_with_k = False
 
 greedy = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=8)).token_ids
-beams = {k: beam_search(lm, prompt_ids, tl.SamplingParams(num_beams=k, max_tokens=8)).token_ids
-         for k in (1, 2, 3)}
-assert beams[1] == greedy
-for k, ids in beams.items():
-    print(f"k = {k}: total log p = {total_logprob(lm, prompt_ids, ids):7.3f}  {tok.decode(ids)!r}")
+totals = {}
+for text in ("The capital of France is", "Once upon a time"):
+    ids_in = tok.encode(text)
+    for k in (1, 2, 3, 5):
+        ids = beam_search(lm, ids_in, tl.SamplingParams(num_beams=k, max_tokens=8)).token_ids
+        if k == 1 and ids_in == prompt_ids:
+            assert ids == greedy
+        totals[text, k] = total_logprob(lm, ids_in, ids)
+        print(f"{text!r}, k = {k}: total log p = {totals[text, k]:7.3f}  {tok.decode(ids)!r}")
+assert totals["Once upon a time", 3] < totals["Once upon a time", 2]  # a wider beam pruned the better path
 
 # (tests/test_generate.py checks teachllm's beam search against transformers' num_beams.)
 

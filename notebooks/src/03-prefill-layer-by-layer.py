@@ -3,8 +3,8 @@
 #
 # **What you will see.** The prefill pass of chapter 1, opened up. A twelve-token prompt goes through the
 # embedding, all 30 decoder layers, the final norm and the LM head, and we stop after every stage to look at
-# the tensors. Inside one layer we look at the queries, keys and values, the attention scores, the causal
-# mask, the attention pattern and the MLP, and we recompute one attention head by hand.
+# the tensors. Inside one layer we look at the queries, keys and values, the causal mask, the attention
+# scores, the attention pattern and the MLP, and we recompute one attention head by hand.
 #
 # **What you will learn.**
 # - One forward pass outputs **logits**, one score per vocabulary entry, not a token. A **decoding strategy**
@@ -40,9 +40,9 @@ print(viz.tr("layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["| 1. run the", "Our prompt repeats"]}
 # ## 3.1 One inference gives logits, not a token
 #
-# The first point of Lecture 11: a call of the model returns **logits**, an unnormalised score for every
-# token of the vocabulary. Which token comes next is decided afterwards, by a decoding strategy. In the
-# Llama source the lecture walks through, the three steps are:
+# The first point of Lecture 11's page “LLM的输入输出”: a call of the model returns **logits**, an unnormalised
+# score for every token of the vocabulary. Which token comes next is decided afterwards, by a decoding strategy.
+# In the Llama source the lecture walks through, the three steps are:
 #
 # | step | Llama (transformers) | teachllm |
 # | --- | --- | --- |
@@ -90,7 +90,8 @@ print(viz.tr("10 samples : {tokens}", tokens=[tok.token_text(t) for t in draws])
 #
 # token ids → embedding → layer 1 → layer 2 → … → layer N → LM head → logits `[seq_len, vocab_size]`
 #
-# All prompt tokens go through each stage together, as one matrix: this is what it means for prefill to
+# (The diagram counts layers from 1; teachllm and the tables below count from 0.) All prompt tokens go through
+# each stage together, as one matrix: this is what it means for prefill to
 # process the prompt in parallel. Next to each shape we print the size (root mean square) of the first and the
 # last token's vector.
 
@@ -118,7 +119,8 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 #   token); in 3.6 we meet attention heads that look at the first token and little else.
 # - The final RMSNorm scales every token's vector back to a similar size before the LM head reads it.
 #
-# The notes' diagram also has a box between the embedding and layer 1, "Position Encoding" (添加位置信息),
+# The notes' diagram also has a box between the embedding and the first decoder layer (the diagram's layer 1,
+# our layer 0), "Position Encoding" (添加位置信息),
 # which the line above leaves out. Llama-family models add no position vector there: a token has the same embedding wherever it stands. Positions enter inside every
 # attention layer, where **RoPE** rotates the queries and keys by an angle that depends on the position.
 # ` capital` is token 1 and token 8 of our prompt:
@@ -306,7 +308,7 @@ for n_tokens in lengths:
                  engine=engine.lm_head / 1e9, saved=saved / 1e9, share=share[n_tokens],
                  attention=every.attention_fraction))
 print(viz.tr("one position through the LM head: 2·h·V = {flops:,} FLOPs", flops=2 * cfg.hidden_size * cfg.vocab_size))
-assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share falls as the prompt grows
+assert share[S] > 0.15 and share[cfg.max_position_embeddings] < 0.1  # the share at the longest context is far below ours
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["For this small"]}
 # For this small model the vocabulary is large compared with the layers, so the LM head is a big share of
@@ -362,7 +364,8 @@ explorer
 # ## 3.7 The course notes' prefill sketch and teachllm's code *(optional)*
 #
 # *LLM Generation Process* §2.3 sketches prefill like this (abridged: comments translated; blank lines, ellipses and
-# most comments that only name a step dropped, the rest merged and moved to the ends of the lines):
+# most comments that only name a step dropped; the docstring joined into one line; the rest merged and, where a
+# code line follows, moved to its end):
 #
 # ```python
 # def prefill(model, input_ids, kv_cache):

@@ -13,7 +13,7 @@
 #   that makes caching possible at all (the causal mask).
 # - Why K and V are cached and Q is not.
 # - The cache size, $2 \cdot L \cdot n_{kv} \cdot d \cdot \text{tokens} \cdot b$, with $b$ the bytes per element:
-#   46,080 bytes per token for this model, and what grouped-query attention saves. The same formula for Llama-2-7B.
+#   46,080 bytes per token for this model; what grouped-query attention saves; the same formula for Llama-2-7B.
 # - How a preallocated, contiguous cache is laid out, and how much of it is used.
 # - That cached decoding reproduces the uncached forward pass, and how much work it saves.
 
@@ -274,7 +274,7 @@ print(viz.tr("KV cache at {n:,} tokens: {cache:.0f} MB; weights: {weights:.0f} M
 # %%
 sentence = {"English": "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
                        "combined movable metal type, oil-based ink and a wooden screw press adapted from wine making.",
-            "Chinese": "印刷机的历史始于十五世纪：约翰内斯·古腾堡把活动的金属活字、油性墨水和一台由榨酒机改造而来的"
+            "Chinese": "印刷机的历史始于十五世纪：约翰内斯·古腾堡把金属活字、油性墨水和一台由榨酒机改造而来的"
                        "木制螺旋压力机结合在了一起。"}  # the same sentence, translated by us
 assert tl.texts.ENGLISH.startswith(sentence["English"])
 n_tokens = {name: len(tok.encode(text)) for name, text in sentence.items()}
@@ -284,8 +284,8 @@ for name, text in sentence.items():
 print(viz.tr("Chinese ÷ English: {ratio:.1f}× the tokens, and so the cache", ratio=n_tokens["Chinese"] / n_tokens["English"]))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# The same sentence needs 3.5 times the cache in Chinese. This tokenizer has few merges for Chinese: the 60
-# characters take 119 tokens, about two each (byte-level pieces, chapter 2), and the cache grows by one slot per
+# The same sentence needs 3.3 times the cache in Chinese. This tokenizer has few merges for Chinese: the 57
+# characters take 113 tokens, about two each (byte-level pieces, chapter 2), and the cache grows by one slot per
 # token whatever the token holds. A context window of 8,192 tokens therefore holds far less Chinese text than
 # English. How many tokens a sentence takes depends on the tokenizer: the cell counts them for the model that is
 # loaded, so with another checkpoint (`TEACHLLM_MODEL`, the last section of the lecturer's guide) it prints that
@@ -361,7 +361,7 @@ print(viz.tr("generated: {text!r}", text=tok.decode(generated)))
 # every supported model family, at batch 2.)
 #
 # **How much work does the cache save?** Without it, the model would rerun the whole sequence for every new
-# token: the lecture's "quadratic cost at every step". `tl.cost` counts the matmul FLOPs of both ways of
+# token: the lecture's quadratic cost (“平方级别的开销”). `tl.cost` counts the matmul FLOPs of both ways of
 # generating 100 tokens:
 
 # %% slide={"code": [[1, 5]]}

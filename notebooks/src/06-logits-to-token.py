@@ -158,9 +158,10 @@ temperatures = [round(0.05 * 1.2**i, 4) for i in range(30)]  # 0.05 … about 10
 fig = go.Figure(layout=viz.figures.figure_layout(
     height=380, title=viz.tr("Entropy of the next-token distribution against temperature"),
     xaxis=dict(type="log", title=viz.tr("temperature T")), yaxis=dict(title=viz.tr("entropy (bits)"), range=[0, 18.5])))
-for name, logits in (("The capital of France is", sure), ("Once upon a time, there was a", open_)):
+for name, logits, ids in ((SURE, sure, sure_ids), (OPEN, open_, open_ids)):
     H = [round(viz.data.entropy_bits(sampling.apply_temperature(logits, T)), 2) for T in temperatures]  # bits
-    fig.add_scatter(x=temperatures, y=H, mode="lines+markers", name=name)
+    fig.add_scatter(x=temperatures, y=H, mode="lines+markers", name=viz.tr('"{name}" prompt ({text})', name=name,
+                                                                           text=tok.decode(ids)))
 fig.add_hline(y=round(math.log2(tok.vocab_size), 4), line_dash="dash", annotation_text=viz.tr("uniform: log₂ V"))
 for (low, high), color, task in (((0.1, 0.5), "#9ecae1", viz.tr("QA, summaries")), ((0.7, 1.3), "#fdae6b", viz.tr("creative, brainstorming"))):
     fig.add_vrect(x0=low, x1=high, fillcolor=color, opacity=0.25, line_width=0)  # the lecture's ranges
@@ -501,9 +502,9 @@ for T in (0.7, 1.0, 1.3, 1.5, 2.0):
 # The score falls with every step up in temperature: −0.99 nats per token at T = 0.7, −2.16 at 1.0,
 # −2.85 at 1.3, −4.92 at 2.0. Read the texts too: at 1.3 and 1.5 the model already invents a material
 # ("smolyum"), and at 2.0 the sentence drifts away from the question. For a 135M model, the lecture's
-# range is the one it supports, and its lower half at that; the table's 1.5–2.0 is probably meant for larger models,
-# whose distributions are sharper to begin with, so the same temperature flattens them less. Change the
-# random seed and run again to see how much of this comes from the random seed.
+# range is the one it supports, and its lower half at that; the table's 1.5–2.0 may be meant for larger models; this
+# chapter does not test that (set `TEACHLLM_MODEL` to a larger checkpoint and rerun this section to find out).
+# Change the random seed and run again to see how much of this comes from the random seed.
 #
 # ## 6.9 Explore
 #

@@ -124,7 +124,7 @@ print(viz.tr("top 5 after: {top}", top=show_top(by_hand)))
 # starting value and at 1.2:
 
 # %%
-results = {viz.tr("greedy"): loop_ids}
+results = {viz.tr("no penalty"): loop_ids}
 for r in (1.05, 1.2):
     out = lm.generate(prompt_ids, tl.SamplingParams(temperature=0, max_tokens=24, repetition_penalty=r))
     results[f"repetition_penalty={r}"] = out.token_ids
@@ -138,7 +138,8 @@ for r in (1.05, 1.2):
 #
 # **In Chinese.** The same penalty, on a request in Chinese: one sentence about spring (写一句关于春天的话。),
 # through the chat template. Greedy and without a penalty, the answer repeats the prompt's own word 春天 in a
-# loop; with the penalty, even at the lecture's starting value, the answer leaves Chinese altogether:
+# loop; with the penalty, even at 1.05, the lecture's starting value for question answering and code (for
+# creative text it advises a lower one), the answer leaves Chinese altogether:
 
 # %%
 spring_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "写一句关于春天的话。"}]))
@@ -302,7 +303,8 @@ for name, values in stages.stages:
 penalty_stages_figure(stages)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "How much each run repeated itself", "zh": "每次运行重复了多少"}, "say": true}
-# How much each run repeated itself, counted as 3-grams of output tokens seen earlier in the output:
+# How much each run repeated itself (every run greedy, 24 tokens), counted as 3-grams of output tokens seen
+# earlier in the output:
 
 # %% slide={"output": [1, 2, 3, 5, 7, 8]}
 for name, ids in results.items():
@@ -353,8 +355,8 @@ for name, penalties in tips.items():
 # **Engines differ.** HuggingFace `generate` has `repetition_penalty` (prompt and output) and
 # `no_repeat_ngram_size`, and no presence or frequency penalty. vLLM applies its repetition penalty to prompt
 # and output too, but its presence and frequency penalties to the **output only**, as the OpenAI API defines
-# them. teachllm follows both: `apply_penalties` uses prompt + output for the repetition penalty and the
-# n-gram ban, and the output alone for presence and frequency. The same numbers can therefore mean
+# them. teachllm follows both conventions: `apply_penalties` uses prompt + output for the repetition penalty and
+# the no-repeat n-gram ban, and the output alone for presence and frequency. The same numbers can therefore mean
 # different things in different engines.
 #
 # ## Summary

@@ -42,7 +42,8 @@ def token_logprobs(prompt_ids, output_ids):
 # ## 8.1 Three ways to decode
 #
 # The model gives a probability for the next token; the probability of a whole continuation
-# $y = y_1 \dots y_n$ of a prompt $x$ is the product of the steps, so its log-probability is a sum:
+# $y = y_1 \dots y_n$ of a prompt $x$ is the product of the steps, so its log-probability (natural log, in nats)
+# is a sum:
 #
 # $$\log P(y \mid x) = \log p(y_1 \mid x) + \log p(y_2 \mid x, y_1) + \dots + \log p(y_n \mid x, y_1 \dots y_{n-1})$$
 #
@@ -178,8 +179,9 @@ for lp in (0.0, 1.0, 2.0):
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The winner changes with lp", "zh": "赢家随 lp 改变"}, "say": true}
 # The winner changes: with lp = 0 and 1 it is the eight-token `The capital of France is Paris.`; with lp = 2
-# it is a fifteen-token sentence whose sum is three times lower. Score every finished hypothesis we met under
-# each length penalty, and the ranking flips:
+# it is a fifteen-token sentence whose sum is about three times as negative. Score every finished hypothesis we
+# met under each length penalty, and the order changes: the eight-token answer stays first until the largest lp,
+# where most of the longer sentences move ahead of it:
 
 # %% slide={"code": [[1, 5]], "output": [1, 2, 5, [8, 12]]}
 lps = (0.0, 0.6, 1.0, 1.5, 2.0)
@@ -218,8 +220,8 @@ except tl.params.TemplatedError as error:  # its message, in the reader's langua
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What it costs, when to use it", "zh": "代价与适用场景"}, "say": ["After each exercise,", "Work in the cells"]}
 # What it costs and when to use it:
-# - *k* beams = a decode batch of *k* rows every step, and *k* copies of the KV cache (reordered when
-#   beams swap parents).
+# - *k* beams = a decode batch of *k* rows every step, and *k* copies of the KV cache, reordered every step by
+#   the beam each new beam came from.
 # - The answer is known only at the end, so beam search cannot stream.
 # - Higher probability is not the same as better text: for open-ended writing, the most probable text is
 #   often bland or repetitive (exercise 2). Chat models therefore sample; beam search is used where there is
@@ -239,7 +241,8 @@ except tl.params.TemplatedError as error:  # its message, in the reader's langua
 # 1. Run beam search with *k* = 1, 2, 3 and 5 on "The capital of France is". Is *k* = 1 the same as greedy
 #    decoding? Does the total log-probability grow with *k*? Write `total_logprob(lm, prompt_ids, out_ids)`,
 #    the sum of log p of the tokens `out_ids` after `prompt_ids` from one forward pass, and use it to compare.
-#    Then set `k1_is_greedy` and `total_always_grows_with_k` to True or False. (Call `teachllm.beam.beam_search`
+#    Run the same *k* on "Once upon a time" too and compare *k* = 2 with *k* = 3. Then set `k1_is_greedy` and
+#    `total_always_grows_with_k` to True or False. (Call `teachllm.beam.beam_search`
 #    for *k* = 1: through `lm.generate`, `num_beams=1` means no beam search, and the default temperature samples.)
 # 2. Is beam search always at least as good as greedy decoding? Ask for a one-line poem about the sea, once
 #    greedy and once with beam search (*k* = 4, 30 tokens), and compare the average log-probability per

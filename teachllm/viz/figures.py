@@ -162,7 +162,7 @@ def cache_growth_spec(points: list[CachePoint], paged: list[CachePoint] | None =
     traces = [
         dict(type="scatter", name=tr("measured: cache.bytes_used"), x=steps, y=[p.bytes_used for p in points],
              mode="lines+markers", line=dict(color=COLORS["after"])),
-        dict(type="scatter", name=tr("formula: 2·L·n_kv·d·tokens·b·bytes"), x=steps,
+        dict(type="scatter", name=tr("formula: 2·L·n_kv·d·tokens·batch·bytes per element"), x=steps,
              y=[p.formula_bytes for p in points], mode="markers",
              marker=dict(color=COLORS["formula"], symbol="x-thin-open", size=11, line=dict(width=2))),
         dict(type="scatter", name=tr("contiguous: allocated"), x=steps, y=[p.bytes_allocated for p in points],

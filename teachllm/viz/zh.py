@@ -88,7 +88,8 @@ ZH: dict[str, str] = {
     "KV head {kv} · query head {h}": "{kv} 号 KV 头 · {h} 号查询头",
     # ---- 3. KV cache growth
     "measured: cache.bytes_used": "实测：cache.bytes_used",
-    "formula: 2·L·n_kv·d·tokens·b·bytes": "公式：2 × 层数 × KV 头数 × 头维度 × token 数 × 批大小 × 每个数的字节数",
+    "formula: 2·L·n_kv·d·tokens·batch·bytes per element":
+        "公式：2 × 层数 × KV 头数 × 头维度 × token 数 × 批大小 × 每个数的字节数",
     "contiguous: allocated": "连续缓存：已分配",
     "layer: K+V stored": "每层：已存入的 K 和 V",
     "layer: reserved, empty": "每层：已预留、还空着",
@@ -288,7 +289,7 @@ ZH: dict[str, str] = {
     "softmax of the scores: the pattern   [B, n_h, S, S]": "分数的 softmax：注意力模式           [B, n_h, S, S]",
     "attention output after o_proj       [B, S, h]": "经过 o_proj 的注意力输出             [B, S, h]",
     "SwiGLU MLP output                    [B, S, h]": "SwiGLU MLP 的输出                    [B, S, h]",
-    "same vector after layer 0: {same}": "经过第 0 层后向量是否相同：{same}",
+    "same vector after layer 0: {same}": "经过第 0 层后向量相同：{same}",
     "mean attention on the previous token: {mean:.3f}": "对前一个 token 的平均注意力：{mean:.3f}",
     "scores and probabilities by hand = the trace's": "手算的分数和概率 = 追踪记录里的",
     "last row of forward = prefill's logits (within {tol})":
@@ -364,17 +365,17 @@ ZH: dict[str, str] = {
         "  步  token        argmax 相同    |有缓存 - 无缓存| < {bound}",
     "prompt {prompt:>4}, {n} new tokens: without a cache {without:6.2f} TFLOP, with it {cached:6.3f} "
     "TFLOP ({ratio:4.1f}× less)":
-        "提示词 {prompt:>4} 个 token，生成 {n} 个新 token：不用缓存 {without:6.2f} TFLOP，用缓存 {cached:6.3f} "
-        "TFLOP（不用缓存的计算量是用缓存的 {ratio:4.1f} 倍）",
-    "without a cache": "不用缓存",
+        "提示词 {prompt:>4} 个 token，生成 {n} 个新 token：不带缓存 {without:6.2f} TFLOP，用缓存 {cached:6.3f} "
+        "TFLOP（不带缓存的计算量是用缓存的 {ratio:4.1f} 倍）",
+    "without a cache": "不带缓存",
     "with the cache": "用缓存",
     "{name} {flops:6.3f} GFLOP, {mb:5.1f} MB moved": "{name} {flops:6.3f} GFLOP，搬运 {mb:5.1f} MB",
     "ratio: {flops:.1f}× the FLOPs, {bytes:.2f}× the bytes": "比值：FLOP 为 {flops:.1f} 倍，字节为 {bytes:.2f} 倍",
     "of which the weights: {mb:.1f} MB in both": "其中权重：两种方式都是 {mb:.1f} MB",
     "without a cache {redo:.0f} ms, with it {step:.0f} ms: {time:.1f}× the time for {flops:.1f}× the FLOPs":
-        "不用缓存 {redo:.0f} ms，用缓存 {step:.0f} ms：时间之比为 {time:.1f}，FLOP 之比为 {flops:.1f}",
+        "不带缓存 {redo:.0f} ms，用缓存 {step:.0f} ms：时间之比为 {time:.1f}，FLOP 之比为 {flops:.1f}",
     "{rows} rows (12 prefill + 6 decode) = the uncached forward's attention, in all {L} layers":
-        "{rows} 行（12 行预填充 + 6 行解码）= 不用缓存的前向传播算出的注意力，全部 {L} 层都相同",
+        "{rows} 行（12 行预填充 + 6 行解码）= 不带缓存的前向传播算出的注意力，全部 {L} 层都相同",
     "logits: {shape} = one score per vocabulary entry": "logits：{shape} = 词表中每个条目一个分数",
     "with Σ exp(z) = {total} for the whole vocabulary: {probs}": "若整个词表的 Σ exp(z) = {total}，则：{probs}",
     "preset      survive  bits  text (random seed 0, 16 tokens)":
@@ -662,11 +663,11 @@ ZH: dict[str, str] = {
     "o_proj(all {n} heads) = the trace's attn_out: {shape}": "o_proj（全部 {n} 个头）= 追踪记录中的 attn_out：{shape}",
     # chapter 4
     "all {L} layers: cache = prefill's K and V = the uncached run's K and V":
-        "全部 {L} 层：缓存 = 预填充算出的 K 和 V = 不用缓存的运行算出的 K 和 V",
+        "全部 {L} 层：缓存 = 预填充算出的 K 和 V = 不带缓存的运行算出的 K 和 V",
     "key →": "键 →",
     "query {i:>2}": "查询 {i:>2}",
     # chapter 5
-    "mask: {shape} all True: {all_true}": "掩码：{shape} 全为 True：{all_true}",
+    "mask: {shape} all True: {all_true}": "掩码 {shape} 是否全为 True：{all_true}",
     "call                         tokens   GFLOP  MB moved  FLOP/byte":
         "调用                        token 数   GFLOP   搬运 MB  FLOP/字节",
     "prefill, {n}-token prompt": "预填充，{n} 个 token 的提示词",
@@ -689,6 +690,7 @@ ZH: dict[str, str] = {
         "请让这些参数保持默认值（temperature 为 0 或 1）",
     "sure": "有把握",  # chapter 6's two prompts, named as its prose names them
     "open": "开放",
+    '"{name}" prompt ({text})': "“{name}”提示词（{text}）",
     "{name}: {tokens}": "“{name}”提示词：{tokens}",
     "{name}: largest logits": "“{name}”：最大的 logits",
     "{name}: greedy picks {token!r}": "“{name}”：贪婪解码选中 {token!r}",
