@@ -120,9 +120,10 @@ print(viz.tr("sum of all {n} probabilities: {total:.4f}", n=probs.numel(), total
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1.5 Stage 4 — the decode loop, written out
 #
-# Below, the `generate()` sketch of *LLM Generation Process* (§7.1) as code that runs, with two differences: greedy
-# decoding in place of sampling, and the end-of-sequence token, once chosen, is kept in `out` (the notes' sketch
-# breaks out of the loop before appending it). Each decode step feeds **one** token, the one just chosen, and reads
+# Below, the `generate()` sketch of *LLM Generation Process* (§7.1) as code that runs, with three differences:
+# greedy decoding in place of sampling; the first token is checked for end-of-sequence too (the sketch checks only
+# inside the loop); and the end-of-sequence token, once chosen, is kept in `out` (the sketch breaks out of the
+# loop before appending it). Each decode step feeds **one** token, the one just chosen, and reads
 # everything earlier from the cache. We stop at the end-of-sequence token
 # (`<|im_end|>`, id 2) or after `max_tokens`.
 

@@ -75,7 +75,9 @@ for text, theirs in llama2.items():
     print(repr(text))
     print(f"  Llama 2 : {theirs}")
     print(f"  SmolLM2 : {ours}  {tok.pieces(ours)}")
-    assert len(ours) == len(theirs) - 1  # the same split into pieces; Llama 2 has one id more: BOS
+    assert len(ours) == len(theirs) - 1  # as many pieces; Llama 2 has one id more: BOS
+llama2_pieces = ["<s>", "Hello", ",", "how", "are", "you", "?"]  # LLM Generation Process §2.1 prints these
+assert [p.lstrip("Ġ") for p in tok.pieces(tok.encode("Hello, how are you?"))] == llama2_pieces[1:]  # same pieces
 print(viz.tr("SmolLM2 vocabulary size: {n}", n=tok.vocab_size))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why the ids differ", "zh": "为什么 id 不同"}}
@@ -84,8 +86,9 @@ print(viz.tr("SmolLM2 vocabulary size: {n}", n=tok.vocab_size))
 #   SmolLM2 has 49,152 (`'Ġhow'` is 638 here). An id means nothing without its tokenizer: never feed one
 #   model's ids to another.
 # - **Llama 2 puts a BOS token first** (`<s>`, id 1, "beginning of sequence"). SmolLM2 does not: its
-#   `encode` returns only the text's own tokens. Both tokenizers cut these two sentences into the same
-#   pieces, so apart from BOS the lengths agree.
+#   `encode` returns only the text's own tokens. Both tokenizers cut these two sentences into equally many
+#   pieces, so apart from BOS the lengths agree. For the first sentence *LLM Generation Process* §2.1 also prints
+#   Llama 2's pieces (without its `▁` marks), and they are SmolLM2's (the cell above asserts it).
 
 # %%
 print(viz.tr("SmolLM2's BOS token: {id} {pieces}", id=tok.bos_token_id, pieces=tok.pieces([tok.bos_token_id])))
@@ -124,7 +127,7 @@ print(" ".join(f"{i}*" if i in special_ids else str(i) for i in ids))
 print(tok.pieces(ids)[:4], "...", tok.pieces(ids)[-9:])
 print(viz.tr("decoded without special tokens: {text!r}", text=tok.decode(ids, skip_special_tokens=True)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["Under subwords, *LLM", "| **BPE** (byte", "The lengths of"]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The three approaches under", "| **BPE** (byte", "The lengths of"]}
 # `<|im_start|>` is one id (1), not the twelve characters it is written with; the role name after it is made
 # of ordinary tokens (`'assistant'` is even two: `'ass'` + `'istant'`). The template begins with
 # `<|im_start|>`, which SmolLM2's configuration also names its BOS token — so for this model "BOS" comes from
@@ -132,7 +135,9 @@ print(viz.tr("decoded without special tokens: {text!r}", text=tok.decode(ids, sk
 #
 # ## 2.4 Words, characters, subwords
 #
-# How should text be cut into units? *LLM Inference Flow* (§2.2) lists the answers in the order they were tried:
+# How should text be cut into units? *LLM Inference Flow* (§2.2) draws the answers as an evolution: word-level →
+# character-level → subword, with BPE, WordPiece and SentencePiece under subword. The descriptions in the two
+# tables are this chapter's:
 #
 # | method | unit | vocabulary | what it gains | what it costs |
 # | --- | --- | --- | --- | --- |
@@ -140,7 +145,7 @@ print(viz.tr("decoded without special tokens: {text!r}", text=tok.decode(ids, sk
 # | character-level | characters | tiny (letters, digits, punctuation) | no unknown words | long sequences (attention grows with the square of the length); one character carries little meaning |
 # | subword | frequent words whole, rare words in pieces | chosen size, 30k–150k | both: short sequences and no unknowns | the split depends on training data; ids are tokenizer-specific |
 #
-# Under subwords, *LLM Inference Flow* (§2.2) lists three approaches:
+# The three approaches under subwords:
 #
 # | subword method | how it builds the vocabulary | used by |
 # | --- | --- | --- |
@@ -348,8 +353,8 @@ print(viz.tr("chat answer: {text!r}", text=lm.generate(question, tl.SamplingPara
 # ## Summary
 # - The model sees ids. `encode` / `decode` convert text, `pieces` shows vocabulary entries (`Ġ` is a space),
 #   `token_text` shows one token's text.
-# - Ids belong to one tokenizer: Llama 2 and SmolLM2 cut "What is artificial intelligence?" into the same
-#   five pieces with different ids, and Llama 2 adds a BOS token.
+# - Ids belong to one tokenizer: Llama 2 and SmolLM2 cut "Hello, how are you?" into the same six pieces
+#   (*LLM Generation Process* §2.1 prints Llama 2's) with different ids, and Llama 2 adds a BOS token.
 # - Special tokens (`<|im_start|>`, `<|im_end|>`) are single ids that mark structure; the chat template
 #   wraps each turn in them, and `<|im_end|>` is the EOS token.
 # - Subwords sit between words and characters. BPE learns them by repeatedly merging the most frequent

@@ -40,15 +40,16 @@ print(viz.tr("layers L = {L}, hidden h = {h}, query heads n_h = {n_h}, KV heads 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["| 1. run the", "Our prompt repeats"]}
 # ## 3.1 One inference gives logits, not a token
 #
-# The first point of Lecture 11's page “LLM的输入输出”: a call of the model returns **logits**, an unnormalised
-# score for every token of the vocabulary. Which token comes next is decided afterwards, by a decoding strategy.
+# Lecture 11 puts it plainly: “LLM的一次推理输出logits,并非token”. A call of the model returns **logits**, not a
+# token; logits are an unnormalised score for every token of the vocabulary. Which token comes next is decided
+# afterwards, by a decoding strategy.
 # In the Llama source the lecture walks through, the three steps are:
 #
 # | step | Llama (transformers) | teachllm |
 # | --- | --- | --- |
 # | 1. run the decoder layers | `LlamaModel` runs each `DecoderLayer`, then the final norm | `lm.model.layers`, then `lm.model.norm` |
 # | 2. project to the vocabulary | `lm_head` gives the logits | `lm.model.lm_head` (inside `lm.prefill`) |
-# | 3. turn the logits into a token (the decoding strategy) | greedy, sampling or beam search | `tl.sampling` (chapters 6–8) |
+# | 3. turn the logits into a token (the decoding strategy) | greedy, sampling or beam search | `tl.sampling` (chapters 6–7); beam search: `tl.beam_search_steps` (chapter 8) |
 #
 # Our prompt repeats a pattern, so the model has an easy guess for the next token:
 

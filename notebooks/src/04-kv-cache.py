@@ -110,16 +110,19 @@ for i in range(S + 1):
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "All 30 layers", "zh": "全部 30 层"}}
 # Only the last row is new. It is not a coincidence of one layer: the check below runs over all 30 layers
-# and every capture.
+# and every tensor the trace captures (the table above showed most of them; the check adds each head's output
+# `z` and `resid_mid`).
 
 # %%
+rows_on = {"resid_in": 1, "attn_out": 1, "resid_mid": 1, "mlp_out": 1, "resid_out": 1,  # [B, S, h]
+           "q": 2, "k": 2, "v": 2, "z": 2, "scores": 2, "probs": 2}  # [B, heads, S, ·]: the dim the rows are on
+assert set(rows_on) == {f.name for f in dataclasses.fields(tl.LayerTrace)}  # every capture, none left out
 for x, y in zip(short_trace.layers, long_trace.layers, strict=True):
-    for name in ("resid_in", "attn_out", "mlp_out", "resid_out"):
-        assert same(getattr(x, name), getattr(y, name)[:, :S])
-    for name in ("q", "k", "v"):
-        assert same(getattr(x, name), getattr(y, name)[:, :, :S])
-    for name in ("scores", "probs"):
-        assert same(getattr(x, name), getattr(y, name)[:, :, :S, :S])
+    for name, dim in rows_on.items():
+        old = getattr(y, name).narrow(dim, 0, S)  # the old tokens' rows
+        if name in ("scores", "probs"):
+            old = old[..., :S]  # and the old keys' columns
+        assert same(getattr(x, name), old)
 print(viz.tr("all {L} layers: every value of the 12 old tokens is unchanged by the 13th", L=L))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the new row needs", "zh": "新的一行需要什么"}, "say": ["Why: the causal"]}
@@ -154,15 +157,19 @@ keys = torch.cat([k_old, k_new])  # [S + 1, d]
 values = torch.cat([v_old, v_new])  # [S + 1, d]
 row = torch.softmax(q_new @ keys.T / cfg.head_dim ** 0.5, dim=-1)  # [1, S + 1]: no mask, it may see all
 torch.testing.assert_close(row, b.probs[0, head, S:])
-print(viz.tr("new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's"))
+torch.testing.assert_close(row @ values, b.z[0, head, S:], atol=tol.values, rtol=tol.rtol)  # [1, d]: the head's output
+print(viz.tr("new rows of the attention pattern and of the head's output from old K, V + the new token's q, k, v "
+             "= the 13-token run's"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the lecture concludes", "zh": "第 11 讲的结论"}}
-# So, as the lecture concludes (slide “LLM 自回归过程中的 kv 复用”):
+# So the lecture concludes (slide “LLM 自回归过程中的 kv 复用”) that only K and V are cached (“为K和V构建缓存”). The
+# numbers above say why:
 # - **Keep K and V** of every token, in every layer: each later token reads all of them.
 # - **Never keep Q**: an old token's query served only its own row, which is finished. The new row needs
 #   only the new token's query, which depends on the new token and is computed fresh.
-# - **Do not keep the attention or MLP outputs** either. The old tokens' outputs are unchanged, but nothing
-#   reads them again. The new token's attention output and MLP output depend on the new token, pass
+# - **Do not keep the attention or MLP outputs** either. The lecture says they are updated by the norms and the
+#   residual stream and cannot be reused; section 4.1 shows that the old tokens' outputs are in fact unchanged, but
+#   nothing reads them again. The new token's attention output and MLP output depend on the new token, pass
 #   through the norms and the residual stream into the next layer, and are computed fresh.
 #
 # ## 4.2 teachllm's KV cache
@@ -428,7 +435,8 @@ else:
 # Where the time ratio lands tells you what limits this machine at this length; the cell above prints which.
 # Near the bytes ratio, a step is mostly **memory-bound**: the processor spends most of its time waiting
 # for the weights to arrive from memory, and most of the extra arithmetic of rerunning the earlier tokens
-# hides in that wait. Then the cache matters less for a short chat than its FLOP count suggests. Near the FLOP ratio,
+# hides in that wait. Then, for a short chat, the cache speeds a step up far less than the FLOP ratio suggests.
+# Near the FLOP ratio,
 # the arithmetic itself is the limit: this processor needs longer for the rerun's work than for one read of
 # the weights. Either way the cache matters more as the sequence grows: the rerun's FLOPs grow with every
 # token, and sooner or later compute, not memory, is the limit (the FLOP count earlier in 4.4 shows the ratio

@@ -12,7 +12,7 @@
 # **What you will learn.**
 # - How to count the FLOPs of a transformer layer: $24bsh^2 + 4bs^2h$ for the textbook layer, and what changes
 #   for a real Llama-style model (grouped-query attention, SwiGLU, the LM head).
-# - Why prefill and decode cost the same bytes but very different FLOPs, and what **arithmetic intensity**
+# - Why prefill and decode read the same weight bytes but do very different FLOPs, and what **arithmetic intensity**
 #   (FLOPs per byte) says about the bottleneck.
 # - How to read a roofline, and why **batching** raises decode throughput almost for free until the KV
 #   cache gets large.
@@ -99,7 +99,8 @@ print(viz.tr("linear ÷ attention part: 24bsh² / 4bs²h = 24h / 4s = {ratio:.0f
 #
 # **Decode.** The lecture goes on: without a cache, the second token would run the same layer on $s + 1$
 # tokens, the third on $s + 2$, and so on, each time paying the quadratic cost again. With the KV cache, a
-# decode step runs one new token ($s = 1$) against $T = s + 1$ keys: $24bh^2 + 4bTh$ per layer. For the token
+# decode step runs one new token (a query length of 1) against $T = s + 1$ keys, $s$ still being the prompt
+# length: $24bh^2 + 4bTh$ per layer. For the token
 # after our 37-token prompt:
 
 # %%
@@ -483,8 +484,9 @@ for name, cfg in (("SmolLM2-135M", config), ("Llama-7B", llama_7b)):
 # On this CPU a much shorter prompt is enough (the cell above says how many); on an H100
 # this model needs 356 tokens and Llama-7B 305. Below that, even prefill waits on memory: a
 # 300-token prefill of this model on an H100 is memory-bound, which is what the table of section 10.9 shows. The
-# course notes (*LLM Inference Flow* §3.2, the interview answer §2.2) call prefill compute-bound; that holds only
-# for long prompts, or large batches of prompts, on a GPU.
+# course notes (*LLM Inference Flow* §3.2, the interview answer §2.2) call prefill compute-bound. They mean GPUs,
+# and on a GPU that holds only for long prompts or large batches of prompts (on this CPU, whose ridge is low, a
+# much shorter prompt suffices, as the cell above shows).
 #
 # The course notes also quote GPU utilisation, and they disagree: *LLM Generation Process* (§6.1) gives prefill
 # 50–80% and decode 10–30%; the interview answer gives 80–95% and 10–30% in its table, and "usually

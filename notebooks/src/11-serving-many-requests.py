@@ -131,7 +131,8 @@ for n_rows in (1, 2, 8):
 #    prompt of requests that are new;
 # 2. the model runs: one forward call for all the decodes (`[B_d, 1]`) and one for the prefills
 #    (`[B_p, S]`), on the same weights;
-# 3. every request whose tokens are all computed gets a new token (sampling and stop rules of chapters 6–9);
+# 3. every request whose prompt is fully computed (the decoders, and a request whose last prompt chunk ran in this
+#    iteration) samples a new token (sampling and stop rules of chapters 6–9);
 # 4. finished requests leave and free their KV cache; the iteration goes into the run's **timeline**.
 #
 # With greedy decoding every request must get exactly the tokens `lm.generate` gives it alone — batching
@@ -169,9 +170,9 @@ for record in run.timeline[:2]:
 #
 # (Here a short request in a static batch does leave when it finishes; its row then stays empty.)
 #
-# First the example of §6.2, run: three slots hold requests A, B and C, and a request D (the one marked
-# "new!") arrives with them but finds every slot taken. §6.2 gives no lengths, so we give A, B and C the
-# lengths of §6.1's batch, 100, 50 and 200 tokens, and D 50 tokens; here B, not A, is the first to finish.
+# First the example of §6.2, run: three slots hold requests A, B and C, and there is a request D (the one marked
+# "new!"). §6.2 says neither when D arrives nor how long the requests are: here D is submitted with A, B and C
+# and finds every slot taken, and we give A, B and C the lengths of §6.1's batch, 100, 50 and 200 tokens, and D 50 tokens; here B, not A, is the first to finish.
 # Only iteration counts matter here, not what the model says, so a tiny model with random weights runs it
 # in a few seconds (the engine does not care which model it drives):
 
@@ -245,8 +246,8 @@ iteration_timeline_figure(runs["continuous"], labels=labels)
 IterationTimeline(runs["continuous"], labels=labels)
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "§6.2's sequence, found in the run", "zh": "在运行里找到 §6.2 的顺序"}}
-# The sequence of *LLM Inference Flow* §6.2 — "iteration 2: request A done; iteration 3: request D new" — is
-# in the timeline. The first iteration in which a request joins while others keep decoding:
+# The sequence of *LLM Inference Flow* §6.2, request A done in iteration 2 and the new request D joining in
+# iteration 3, is in the timeline. The first iteration in which a request joins while others keep decoding:
 
 # %%
 joined = next(r for r in runs["continuous"].timeline if r.prefill and r.decode_ids)

@@ -147,7 +147,7 @@ torch.testing.assert_close(moved[0], full.keys(0)[0, :, len(first):], atol=tol.v
 #
 # Quality is measured on the question that follows the documents (27 tokens, with its answer): the KL
 # divergence of its next-token distributions from those after a full prefill, how often both pick the same
-# next token, and its perplexity. HKVD selection against the same number of random tokens:
+# next token, and its perplexity. Below, HKVD selection against the same number of random tokens:
 
 # %% slide={"code": [4], "output": [[3, -2]]}
 suffix = tok.encode(QUESTION)
@@ -319,8 +319,11 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # ## 13.5 Where each optimisation acts
 #
 # *LLM Inference Flow* §5.3 sums up the optimisations in a table: prefill is limited by compute, decode by
-# memory, and some methods help both. Here it is with the place in this course where each is shown, and the
-# ideas of this chapter added:
+# memory, and some methods help both. Here it is with the place in this course where each is shown, and with
+# methods the original does not list added: chunked prefill, continuous batching and the paged KV cache
+# (chapters 11 and 12), this chapter's prefix caching and CacheBlend. The original's "both" row says only
+# "quantisation" (量化), not of what; here it is split in two: KV cache quantisation goes to decode (the interview
+# answer, §7, lists "KV Cache压缩和量化" among decode's optimisations), quantisation of the weights stays in "both":
 #
 # | phase | limited by | optimisation | in this course |
 # | --- | --- | --- | --- |

@@ -357,8 +357,10 @@ ZH: dict[str, str] = {
         "第 18 层，7–8 号头：对第一个 token 的平均注意力为 {mean:.3f}",
     "all {L} layers: every value of the 12 old tokens is unchanged by the 13th":
         "全部 {L} 层：12 个旧 token 的每一个值都没有因第 13 个 token 而改变",
-    "new row of the attention pattern from old K, V + the new token's q, k, v = the 13-token run's":
-        "由旧的 K、V 加上新 token 的 q、k、v 算出的注意力模式新一行 = 13 个 token 一起运行时的那一行",
+    "new rows of the attention pattern and of the head's output from old K, V + the new token's q, k, v "
+    "= the 13-token run's":
+        "由旧的 K、V 加上新 token 的 q、k、v 算出的注意力模式新一行和这个头输出的新一行 "
+        "= 13 个 token 一起运行时的相应各行",
     "slot 12 now holds the new token's K and V; all 13 slots = the 13-token run's K and V":
         "12 号槽位现在存着新 token 的 K 和 V；全部 13 个槽位 = 13 个 token 一起运行时的 K 和 V",
     "step  token        same argmax  |cached - uncached| < {bound}":
