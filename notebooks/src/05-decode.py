@@ -94,8 +94,9 @@ print(f"  {'logits':<9}{tuple(next_logits.shape)}")
 # attn_output = attn_weights @ v_full          # [batch, heads, 1, head_dim]
 # ```
 #
-# We do exactly that with layer 1's own modules, adding the two steps a Llama layer has that the sketch
-# leaves out: the RMSNorm before the projections and RoPE on q and k. The input is the new token's
+# We do exactly that with layer 1's own modules, adding the steps this model's layer has that the sketch
+# leaves out: the RMSNorm before the projections, the split into heads, RoPE on q and k, repeating each KV head
+# for its group of query heads (GQA, below) and the output projection `o_proj`. The input is the new token's
 # residual-stream vector (the sketch's `hidden_states`) as it entered layer 1, taken from the trace.
 
 # %% slide={"title": {"en": "Q, K and V of the new token, by hand", "zh": "手算新 token 的 Q、K、V"}, "code": [3, [5, 12], 17]}
@@ -139,7 +140,7 @@ print(viz.tr("probs {p} and attn_out {o} by hand = the decode step's", p=tuple(p
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The rest of the layer", "zh": "这一层的其余部分"}}
 # The rest of the layer is the same as in prefill, for one row: add to the residual stream, RMSNorm, MLP,
-# add again. And the cache: the decode step wrote our k_new and v_new into slot 12.
+# add again. And the cache: slot 12 now holds the k_new and v_new we computed by hand.
 
 # %%
 with torch.no_grad():

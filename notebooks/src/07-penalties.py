@@ -172,10 +172,11 @@ for r in (1.0, 1.05):
                  r=r, token=tok.token_text(top), id=top, p=float(probs[top]), share=float(probs[chinese].sum())))
     if r == 1.0:
         assert top == tok.encode("春")[0] and top in spring_ids  # the first piece of 春, which the prompt holds
+        assert float(first[top]) > 0  # a positive logit, which the penalty divides by r
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the penalty cannot tell apart", "zh": "惩罚分不清什么"}}
 # Without the penalty, the model's first choice is the first piece of 春, the word the question is about (the cell
-# asserts that it is the token the prompt's 春 starts with). The penalty divides its logit (a positive one) and
+# asserts that it is the token the prompt's 春 starts with, and that its logit is positive). The penalty divides its logit and
 # lowers every token of the prompt the same way, and an English opening, `The`, takes its place; the probability of
 # all Chinese pieces together drops as well. Where an answer reuses the question's words, and characters share
 # their pieces, the repetition penalty cannot tell an answer from an echo. The presence and frequency penalties

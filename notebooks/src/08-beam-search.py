@@ -107,7 +107,7 @@ for step in steps:
 # The running scores are nothing but sums of the model's log-probabilities. Check one beam at every step
 # against a fresh, uncached forward pass:
 
-# %% slide={"title": {"en": "Scores are sums of log-probabilities", "zh": "分数就是对数概率之和"}}
+# %% slide={"title": {"en": "Scores are sums of log-probabilities", "zh": "得分就是对数概率之和"}}
 for step in steps[:-1]:
     beam = step.running[0]
     by_hand = sum(token_logprobs(prompt_ids, beam.token_ids))
@@ -141,7 +141,7 @@ for i in range(len(greedy_ids)):
 print(viz.tr("sum  {greedy:>24.3f}   {beam:>25.3f}", greedy=sum(greedy_lp), beam=sum(beam_lp)))
 assert sum(beam_lp) > sum(greedy_lp)
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where greedy loses", "zh": "贪心在哪里吃亏"}, "say": ["A chat question,"]}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Where greedy loses", "zh": "贪婪解码输在哪里"}, "say": ["A chat question,"]}
 # Greedy takes `'\n'` at step 3 because it is the best token *there* (−1.01 against −2.44 for ` The`). But
 # after a blank line the model has to guess what comes next (`The` −1.94, ` answer` −3.21), while after
 # ` The` the sentence almost writes itself (` capital` −0.86, ` of` −0.24). Beam search kept ` The` alive
@@ -177,7 +177,7 @@ for lp in (0.0, 1.0, 2.0):
         print(viz.tr("   score {score:8.4f} = {total:7.3f} / {length:>2}^{lp:.0f}   {text!r}", score=hyp.score,
                      total=total, length=length, lp=lp, text=tok.decode(hyp.token_ids, skip_special_tokens=True)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The winner changes with lp", "zh": "赢家随 lp 改变"}, "say": true}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The winner changes with lp", "zh": "胜者随 lp 改变"}, "say": true}
 # The winner changes: with lp = 0 and 1 it is the eight-token `The capital of France is Paris.`; with lp = 2
 # it is a fifteen-token sentence whose sum is about three times as negative. Score every finished hypothesis we
 # met under each length penalty, and the order changes: the eight-token answer stays first until the largest lp,

@@ -229,7 +229,7 @@ print(viz.tr("full text      : {text}", text=out.text))
 # The stream is right; the answer is not. Asked in Chinese to introduce itself, the model writes `你自己是一个独立的客户，可以`: it takes 你自己 ("yourself") from the question and goes on "is an independent customer, can". These are real words, and no answer: the bundled model writes Chinese characters, not Chinese sense. The last section of the lecturer's guide says where its Chinese still teaches something (tokens, sampling, the repetition penalty, streaming) and how to run the chapters on a model that speaks Chinese.
 #
 # The same holds back-and-release logic serves both problems of this chapter: an unfinished character and a
-# stop string that might be starting are both held until the next token settles them.
+# stop string that might be starting are both held until later tokens settle them.
 #
 # ## Summary
 # - `finish_reason` is `"stop"` (EOS, a stop id, a stop string) or `"length"` (`max_tokens`); `stop_reason`
