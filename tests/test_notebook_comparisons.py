@@ -367,8 +367,8 @@ def test_planted_4_bit_moving_perplexity_no_more_than_bfloat16(edition):
     assert len(found) == 1 and shown in found[0], found  # measured: each edition's run prints its own digits
 
 
-GUIDE_DECODE = {"en": ("(per token it computes about as much as\nprefill, roughly a quarter more because the LM head runs for "
-                       "every decoded token", "(per token it computes less than prefill"),
+GUIDE_DECODE = {"en": ("(per token it computes about as much as\nprefill, roughly a quarter more because the LM head "
+                       "runs for every decoded token", "(per token it computes less than prefill"),
                 "zh": ("每个 token 的计算量与预填充差不多，还多出约四分之一，因为每解码一个",
                        "每个 token 的计算量比预填充少，因为每解码一个")}
 GUIDE_SAYS = "GFLOP per decode step > GFLOP per prefilled token"

@@ -185,8 +185,9 @@ assert set(alphabet) == {"l", "o", "w", "e", "r", "s", "t", " "}  # the eight sy
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "The merges, one at a time", "zh": "逐次合并"}, "say": true}
 # Now the merges one at a time. Before each merge we count every adjacent pair ourselves, on the words as
 # the merges so far have split them (`bpe_encode` applies a list of merges), and check that `train_bpe`
-# chose the most frequent pair. When two pairs are equally frequent, the pair whose symbols entered the
-# vocabulary first wins (characters in code-point order, then merged symbols in order of creation).
+# chose the most frequent pair. When two pairs are equally frequent, the pair whose first symbol entered the
+# vocabulary earlier wins; if the first symbols are the same, the second decides (characters in code-point order,
+# then merged symbols in order of creation).
 
 # %% slide={"code": [[1, 2], 6, 10], "output": [[1, 4], -1]}
 for step, merge in enumerate(merges, start=1):

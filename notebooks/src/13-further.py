@@ -321,8 +321,8 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # *LLM Inference Flow* §5.3 sums up the optimisations in a table: prefill is limited by compute, decode by
 # memory, and some methods help both. Here it is with the place in this course where each is shown, and with
 # methods the original does not list added: chunked prefill, continuous batching and the paged KV cache
-# (chapters 11 and 12), this chapter's prefix caching and CacheBlend. The original's "both" row says only
-# "quantisation" (量化), not of what; here it is split in two: KV cache quantisation goes to decode (the interview
+# (chapters 11 and 12), this chapter's prefix caching and CacheBlend. The "quantisation" (量化) in the original's
+# "both" row does not say what is quantised; here it is split in two: KV cache quantisation goes to decode (the interview
 # answer, §7, lists "KV Cache压缩和量化" among decode's optimisations), quantisation of the weights stays in "both":
 #
 # | phase | limited by | optimisation | in this course |
