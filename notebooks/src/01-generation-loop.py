@@ -191,8 +191,8 @@ for step in tl.generation_steps(lm, [ids], params):
 #
 # Engines and benchmarks use "tokens/s" for both of the middle rows, which is why two reports of the same
 # run can disagree. In this course **tokens/s always means output tokens ÷ end-to-end time**, TTFT
-# included (`Metrics.tokens_per_s`); $1/\mathrm{TPOT}$ is called the **decode rate**. The decode rate is the
-# higher of the two, and the gap is the prefill: the shorter the answer, the more TTFT weighs in tokens/s.
+# included (`Metrics.tokens_per_s`); $1/\mathrm{TPOT}$ is called the **decode rate**. As long as TTFT is longer
+# than TPOT, the decode rate is the higher of the two, and the gap is the prefill: the shorter the answer, the more TTFT weighs in tokens/s.
 #
 # Timings depend on the machine, so this cell's output differs from run to run.
 
@@ -223,9 +223,9 @@ assert abs(m.tokens_per_s - m.n_output_tokens / m.e2e_s) <= 1e-9 * m.tokens_per_
 #
 # ## Exercises
 # 1. Make the prompt ten times longer (for example, paste a paragraph into the question). Predict how
-#    TTFT and time per output token change, then measure. Write `tokens_per_pass(lm, ids, max_tokens)`, the
-#    number of tokens each forward pass feeds the model while it generates `max_tokens` tokens after the prompt
-#    `ids` (end-of-sequence ignored), and set `grows_with_prompt` to `"TTFT"` or `"TPOT"`: the one that grows
+#    TTFT and time per output token change, then measure. Write `tokens_per_pass(lm, ids, max_tokens)`, which
+#    returns a list: the number of tokens each forward pass feeds the model while it generates `max_tokens`
+#    tokens after the prompt `ids` (end-of-sequence ignored), and set `grows_with_prompt` to `"TTFT"` or `"TPOT"`: the one that grows
 #    markedly with the prompt's length.
 # 2. Is the end-of-sequence token part of `result.token_ids`? Is it part of `result.text`? Answer with
 #    `eos_in_token_ids` and `eos_in_text` (True or False), and write `stopped_at_eos(lm, token_ids)`, True when a

@@ -23,7 +23,7 @@ import torch
 
 import teachllm as tl
 from teachllm import viz
-from teachllm.model import Transformer, attention_by_hand
+from teachllm.model import Transformer
 from teachllm.viz import AttentionExplorer, attention_figure, capture_attention
 from teachllm.viz.widgets import labeller
 
@@ -123,7 +123,7 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 # The notes' diagram also has a box between the embedding and the first decoder layer (the diagram's layer 1,
 # our layer 0), "Position Encoding" (添加位置信息),
 # which the line above leaves out. Llama-family models add no position vector there: a token has the same embedding wherever it stands. Positions enter inside every
-# attention layer, where **RoPE** rotates the queries and keys by an angle that depends on the position.
+# attention layer, where **RoPE** (rotary position embedding) rotates the queries and keys by an angle that depends on the position.
 # ` capital` is token 1 and token 8 of our prompt:
 
 # %% slide={"title": {"en": "Where positions enter", "zh": "位置信息从哪里进入"}}
@@ -146,7 +146,7 @@ print(viz.tr("same vector after layer 0: {same}", same=torch.equal(stages[1].out
 # A `tl.Trace` passed to a forward call records, for every layer, the tensors it computed. Nothing is
 # recorded unless we ask, so the normal path stays fast. We trace the prefill and look at layer 1.
 
-# %% slide={"title": {"en": "One layer's tensors, traced", "zh": "追踪一层里的张量"}, "code": [[1, 4], [17, 18]]}
+# %% slide={"title": {"en": "One layer's tensors, traced", "zh": "追踪一层里的张量"}, "code": [[1, 4], [18, 19]]}
 trace = tl.Trace()
 lm.prefill(ids, lm.new_cache(max_len=S), trace=trace)
 layer = 1
@@ -158,6 +158,7 @@ meaning = {
     "v": "values (what the cache keeps)         [B, n_kv, S, d]",
     "scores": "q·kᵀ/√d, −inf where the mask forbids  [B, n_h, S, S]",
     "probs": "softmax of the scores: the pattern   [B, n_h, S, S]",
+    "z": "each head's output, probs · v        [B, n_h, S, d]",
     "attn_out": "attention output after o_proj       [B, S, h]",
     "resid_mid": "resid_in + attn_out                  [B, S, h]",
     "mlp_out": "SwiGLU MLP output                    [B, S, h]",
@@ -251,17 +252,15 @@ torch.testing.assert_close(my_probs, t.probs[0, head])
 print(viz.tr("scores and probabilities by hand = the trace's"))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "All heads, through o_proj", "zh": "所有头经过 o_proj"}}
-# The trace keeps the layer's output after the output projection `o_proj`, which mixes all 9 heads. So we
-# check our head against teachllm's `attention_by_hand` (the plain attention the engine runs whenever a
-# trace is asked for), and then check that o_proj over all the heads gives the trace's `attn_out`:
+# The trace also keeps every head's output before the output projection, as `z`. So we check our head
+# against `t.z`, and then check that `o_proj`, which mixes all 9 heads, gives the trace's `attn_out`:
 
-# %% slide={"code": [[1, 3], [5, 8]]}
-heads_out, _, _ = attention_by_hand(t.q, t.k, t.v, trace.mask, scale=d ** -0.5)  # [1, n_h, S, d]
-torch.testing.assert_close(my_out, heads_out[0, head])
-print(viz.tr("head 2's output by hand = attention_by_hand's: {shape}", shape=tuple(my_out.shape)))
+# %% slide={"code": [[1, 2], [4, 7]]}
+torch.testing.assert_close(my_out, t.z[0, head])  # [S, d]: the trace's copy of head 2's output
+print(viz.tr("head 2's output by hand = the trace's z: {shape}", shape=tuple(my_out.shape)))
 
 with torch.no_grad():
-    concat = heads_out.transpose(1, 2).reshape(1, S, cfg.n_heads * d)  # [1, S, n_h·d]: the heads side by side
+    concat = t.z.transpose(1, 2).reshape(1, S, cfg.n_heads * d)  # [1, S, n_h·d]: the heads side by side
     torch.testing.assert_close(attn.o_proj(concat), t.attn_out)
 print(viz.tr("o_proj(all {n} heads) = the trace's attn_out: {shape}", n=cfg.n_heads, shape=tuple(t.attn_out.shape)))
 

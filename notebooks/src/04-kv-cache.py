@@ -12,7 +12,7 @@
 # - Which rows of $QK^\top$, of the attention output and of the logits change when a token is appended, and why
 #   that makes caching possible at all (the causal mask).
 # - Why K and V are cached and Q is not.
-# - The cache size, $2 \cdot L \cdot n_{kv} \cdot d \cdot \text{tokens} \cdot b$, with $b$ the bytes per element:
+# - The cache size, $2 \cdot L \cdot n_{kv} \cdot d \cdot \text{tokens} \cdot \text{bytes per element}$:
 #   46,080 bytes per token for this model; what grouped-query attention saves; the same formula for Llama-2-7B.
 # - How a preallocated, contiguous cache is laid out, and how much of it is used.
 # - That cached decoding reproduces the uncached forward pass, and how much work it saves.
@@ -426,7 +426,9 @@ t_step = tl.timing.timed(one_cached_step, lm.device, reps=5)
 time_ratio, flop_ratio, byte_ratio = t_redo / t_step, redo.flops / step.flops, redo.bytes / step.bytes
 print(viz.tr("without a cache {redo:.0f} ms, with it {step:.0f} ms: {time:.1f}× the time for {flops:.1f}× the FLOPs",
              redo=t_redo * 1e3, step=t_step * 1e3, time=time_ratio, flops=flop_ratio))
-if abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio):
+if time_ratio < 1:
+    print(viz.tr("this timing was disturbed (the cached step came out slower): run the cell again"))
+elif abs(time_ratio - byte_ratio) < abs(time_ratio - flop_ratio):
     print(viz.tr("on this machine the time ratio is nearer the bytes ratio"))
 else:
     print(viz.tr("on this machine the time ratio is nearer the FLOP ratio"))
@@ -477,7 +479,7 @@ CacheGrowthView(lm, prompt, params)
 #   because of the causal mask. Only the new token's row is new.
 # - That row needs the new query and all keys and values. So the engine caches K and V of every token in
 #   every layer, and computes Q (and the layer outputs) for the new token only.
-# - $\text{cache size} = 2 \cdot L \cdot n_{kv} \cdot d \cdot \text{tokens} \cdot b$, with $b$ the bytes per element:
+# - $\text{cache size} = 2 \cdot L \cdot n_{kv} \cdot d \cdot \text{tokens} \cdot \text{bytes per element}$:
 #   46,080 bytes per token here (fp32), 0.5 MiB for Llama-2-7B (fp16). GQA divides it by $n_h / n_{kv}$ (3 here).
 # - teachllm's `KVCache` is preallocated and contiguous: `bytes_allocated` is fixed, `bytes_used` grows by
 #   one token's worth per decode step.

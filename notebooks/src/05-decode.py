@@ -299,13 +299,14 @@ for name, c in ((viz.tr("prefill, {n}-token prompt", n=S), tl.cost.prefill_cost(
 # does the same weight reading for every token of the prompt at once, so its FLOPs per byte grow with the
 # prompt: 4.8 for these 12 tokens, 216.8 for 512. That is why the course notes call prefill compute-bound and
 # decode memory-bound. Prefill is compute-bound only once its prompt is long enough to pass the device's ridge
-# point; chapter 10 measures where that is, and both phases, on a roofline.
+# point (its peak FLOP/s divided by its memory bandwidth); chapter 10 measures where that is, and both phases, on a
+# roofline.
 #
 # **The idea behind speculative decoding.** Decode still cannot run its tokens in one call the way prefill
-# does: each step needs the token the step before chose (exercise 1). But since a decode step is
-# memory-bound, a call over a few tokens moves about the bytes of a call over one (the weights, read once;
-# compare the short prefill with the decode step above), so as long as the call stays memory-bound (as on a
-# GPU, with its high ridge point), it takes about as long.
+# does: each step needs the token the step before chose (exercise 1). But suppose one call ran a few tokens:
+# it would move about the bytes of a call over one, because a call reads the weights once (compare the short
+# prefill with the decode step above). As long as such a call stays memory-bound (as on a GPU, with its high
+# ridge point), its time follows its bytes, and it takes about as long as a decode step over one token.
 # Speculative decoding spends that slack: a small, cheap *draft* model proposes several tokens one by one,
 # and the model checks them all in one forward pass, whose rows give its own choice after each of them. It
 # keeps the proposals up to the first one it would not have chosen and takes its own choice there, so one

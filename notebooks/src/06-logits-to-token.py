@@ -484,9 +484,9 @@ for name, preset in {"greedy": dict(temperature=0), **viz.PRESETS}.items():
 # **Two sources, two ranges for brainstorming.** The table above (from *LLM Generation Process*) puts
 # brainstorming at T = 1.5–2.0; Lecture 11 (quoted in 6.3) puts creative writing and brainstorming together at
 # T = 0.7–1.3. Which one suits this model? One way to ask it: sample a brainstorm at several temperatures
-# (top-p 0.98 and top-k 100, as in the table) and score each text with the model itself, by the mean
-# log-probability it gives the sampled tokens at T = 1 (in nats per token; the higher, the more the text
-# is one the model itself would write).
+# (top-p 0.98 and top-k 100, as in the table), read each text, and score it with the model itself, by the mean
+# log-probability it gives the sampled tokens at T = 1 (in nats, natural-log units, per token; the higher, the
+# more the text is one the model itself would write).
 
 # %% slide={"code": [4, 5, 8]}
 idea_ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": "Give me ideas for a science fair."}]))
@@ -500,10 +500,12 @@ for T in (0.7, 1.0, 1.3, 1.5, 2.0):
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["The score falls"]}
 # The score falls with every step up in temperature: −0.99 nats per token at T = 0.7, −2.16 at 1.0,
-# −2.85 at 1.3, −4.92 at 2.0. Read the texts too: at 1.3 and 1.5 the model already invents a material
-# ("smolyum"), and at 2.0 the sentence drifts away from the question. For a 135M model, the lecture's
-# range is the one it supports, and its lower half at that; the table's 1.5–2.0 may be meant for larger models; this
-# chapter does not test that (set `TEACHLLM_MODEL` to a larger checkpoint and rerun this section to find out).
+# −2.85 at 1.3, −4.92 at 2.0. That is expected of any model, large or small: the hotter the sampling, the more
+# often it draws tokens the model at T = 1 finds unlikely. So the score alone cannot pick a range; the texts must.
+# At 1.3 and 1.5 the model already invents a material ("smolyum"), and at 2.0 the sentence drifts away from the
+# question. Judged by these texts, a 135M model supports the lecture's range, and only its lower half. The
+# table's 1.5–2.0 may be meant for larger models; this chapter does not test that. Set `TEACHLLM_MODEL` to a larger
+# checkpoint and rerun this section, comparing the texts at each temperature, to find out.
 # Change the random seed and run again to see how much of this comes from the random seed.
 #
 # ## 6.9 Explore

@@ -148,7 +148,8 @@ for r in (1.0, 1.05, 1.3):
     print(f"r = {r}: {out.text!r}")
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Why: bytes, and the prompt counts", "zh": "原因：字节，以及提示词也被计入"}, "say": true}
-# The penalty broke the loop, but not the way it should. Two facts explain it. First, the tokenizer is
+# The penalty broke the loop, but not the way it should. Three facts explain it: two about the tokenizer and the
+# penalty, one about the model. First, the tokenizer is
 # byte-level: a Chinese character is three bytes in UTF-8, and most characters of the question take two
 # tokens, a first piece and a one-byte tail. The next cell prints each character with its bytes and its
 # token ids. A tail is shared by every character that ends in the same byte: 句 and 春 end in the same one. Second, the repetition penalty counts the prompt. So
@@ -178,7 +179,11 @@ for r in (1.0, 1.05):
 # Without the penalty, the model's first choice is the first piece of 春, the word the question is about (the cell
 # asserts that it is the token the prompt's 春 starts with, and that its logit is positive). The penalty divides its logit and
 # lowers every token of the prompt the same way, and an English opening, `The`, takes its place; the probability of
-# all Chinese pieces together drops as well. Where an answer reuses the question's words, and characters share
+# all Chinese pieces together drops as well. Third, this small model barely learned Chinese (chapter 2). Even
+# without the penalty its first choice is far from certain, and the Chinese pieces together hold only a small part
+# of the probability (the cell above prints both), so a light penalty is enough for an English opening to take over.
+# A model trained on Chinese may answer otherwise; this chapter does not test that.
+# Where an answer reuses the question's words, and characters share
 # their pieces, the repetition penalty cannot tell an answer from an echo. The presence and frequency penalties
 # below count the output only, so they leave the question's characters alone.
 #

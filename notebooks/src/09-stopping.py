@@ -187,8 +187,8 @@ print(viz.tr("step  token         p(EOS)  EOS masked?"))
 for step in tl.generation_steps(lm, [question], params):
     p_eos = float(torch.softmax(step.logits[0].float(), -1)[eos])  # what the model gave EOS
     masked = bool(torch.isinf(step.processed[0, eos]))  # what the sampler saw
-    answer = viz.tr("yes" if masked else "no")
-    print(f"{step.index + 1:>4}  {tok.token_text(step.tokens[0])!r:<12}{p_eos:>8.3f}  {answer}")
+    shown = viz.tr("yes" if masked else "no")
+    print(f"{step.index + 1:>4}  {tok.token_text(step.tokens[0])!r:<12}{p_eos:>8.3f}  {shown}")
 seq = step.sequences[0]
 print(viz.tr("{text!r} | finish reason: {reason}", text=seq.text, reason=seq.finish_reason))
 
@@ -219,7 +219,7 @@ print(viz.tr("joined         : {text}", text="".join(naive)))
 # part waits for the next token:
 
 # %%
-pieces = list(lm.stream(chinese, params, fast=False))  # the reference loop: one piece per token, on any device
+pieces = list(lm.stream(chinese, params, fast=False))  # the reference loop: at most one piece per token, on any device
 print(viz.tr("stream pieces  : {pieces}", pieces=pieces))
 assert "".join(pieces) == out.text
 assert not any("\ufffd" in piece for piece in pieces)  # never half a character

@@ -206,7 +206,7 @@ run = engine.drain(ids, first_iteration=0)
 for out, stats in zip(run.outputs, run.requests, strict=True):
     print(viz.tr("request {rid}: {prompt} prompt + {output:>2} output tokens ({reason}), iterations {first}–{last}, "
                  "{cached} prompt tokens found in the cache", rid=stats.request_id, prompt=stats.prompt_len,
-                 output=stats.output_len, reason=out.finish_reason, first=stats.arrival_iteration,
+                 output=stats.output_len, reason=out.finish_reason, first=stats.first_iteration,
                  last=stats.finish_iteration, cached=stats.num_cached_tokens))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "After iteration 1", "zh": "第 1 次迭代之后"}}
@@ -343,8 +343,9 @@ print(viz.tr("{n} tokens: contiguous {c_slots} slots = {c_mib:.2f} MiB, paged {p
 
 # %% [markdown] slideshow={"slide_type": "slide"} slide={"say": ["After each exercise,", "Work in the cells"]}
 # ## Summary
-# - A contiguous cache reserves `prompt + max_tokens` per request: on the 1000/500/800 example of *LLM Inference
-#   Flow*, 2300 slots for 900 tokens (61% wasted), and the free memory splits into holes.
+# - A contiguous cache reserves `prompt + max_tokens` per request: with the maximum lengths 1000/500/800 of
+#   *LLM Inference Flow* §7.2, and 900 tokens held at the moment we assumed, 2300 slots are reserved for those
+#   900 tokens (61% wasted), and the free memory splits into holes.
 # - A paged cache is a pool of fixed-size blocks; a block table maps each request's logical blocks to physical
 #   ones, and a token's K and V sit at slot $\text{table}[\lfloor p / b \rfloor] \cdot b + (p \bmod b)$.
 # - Blocks are handed out as a request grows and return to the pool when it finishes, to be handed out again,

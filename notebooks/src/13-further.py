@@ -323,7 +323,9 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # methods the original does not list added: chunked prefill, continuous batching and the paged KV cache
 # (chapters 11 and 12), this chapter's prefix caching and CacheBlend. The "quantisation" (量化) in the original's
 # "both" row does not say what is quantised; here it is split in two: KV cache quantisation goes to decode (the interview
-# answer, §7, lists "KV Cache压缩和量化" among decode's optimisations), quantisation of the weights stays in "both":
+# answer, §7, lists "KV Cache压缩和量化" among decode's optimisations), quantisation of the weights stays in "both".
+# The original also puts speculative decoding in the "both" row. It cuts only decode's steps and does nothing for
+# prefill (the interview answer, §7, lists it among decode's optimisations), so here it goes to decode:
 #
 # | phase | limited by | optimisation | in this course |
 # | --- | --- | --- | --- |
@@ -333,8 +335,8 @@ assert result["bytes_per_token_int8"] == int8_bytes and result["mean_kl"] < 0.01
 # | decode | memory bandwidth | batching, continuous batching | chapter 11 |
 # | decode | memory capacity | paged KV cache | chapter 12 |
 # | decode | memory | KV cache compression and quantisation | 13.4 |
+# | decode | memory bandwidth | speculative decoding | 13.3 |
 # | both | — | quantisation of the weights | section 10.13: the bundled GGUF file stores its matrices in 4 bits (Q4_1) and its embedding in 8 bits (Q8_0); `tl.load()` de-quantises them to float32, `tl.load(weights="gguf")` keeps the blocks and multiplies with them directly |
-# | both | — | speculative decoding | 13.3 |
 #
 # The interview answer on the prefill and decode phases adds model and data parallelism to prefill's
 # optimisations (several GPUs), outside the scope of a single-CPU course.

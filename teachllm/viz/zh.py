@@ -287,6 +287,7 @@ ZH: dict[str, str] = {
     "values (what the cache keeps)         [B, n_kv, S, d]": "值（缓存也保存它）                   [B, n_kv, S, d]",
     "q·kᵀ/√d, −inf where the mask forbids  [B, n_h, S, S]": "q·kᵀ/√d，掩码禁止处为 −inf           [B, n_h, S, S]",
     "softmax of the scores: the pattern   [B, n_h, S, S]": "分数的 softmax：注意力模式           [B, n_h, S, S]",
+    "each head's output, probs · v        [B, n_h, S, d]": "每个头的输出，probs · v              [B, n_h, S, d]",
     "attention output after o_proj       [B, S, h]": "经过 o_proj 的注意力输出             [B, S, h]",
     "SwiGLU MLP output                    [B, S, h]": "SwiGLU MLP 的输出                    [B, S, h]",
     "same vector after layer 0: {same}": "经过第 0 层后向量相同：{same}",
@@ -303,6 +304,8 @@ ZH: dict[str, str] = {
         "第 {layer} 层：张量      12 → 13 个 token 时的形状           旧行相同吗？",
     "r = {r}: first choice {token!r} (id {id}, p = {p:.3f}); every Chinese piece together: {share:.3f}":
         "r = {r}：首选 {token!r}（id {id}，p = {p:.3f}）；所有中文片段合计：{share:.3f}",
+    "this timing was disturbed (the cached step came out slower): run the cell again":
+        "这次计时受到了干扰（用缓存的一步反而更慢）：请重新运行本单元格",
     "on this machine the time ratio is nearer the bytes ratio": "在这台机器上，时间比更接近字节比",
     "on this machine the time ratio is nearer the FLOP ratio": "在这台机器上，时间比更接近 FLOP 比",
     "new column (key 12) in the old rows: scores all -inf: {inf} | probs all 0: {zero}":
@@ -661,7 +664,7 @@ ZH: dict[str, str] = {
     "same embedding vector: {same}": "嵌入向量相同：{same}",
     "query heads per KV head: g = {g}": "每个 KV 头对应的查询头数：g = {g}",
     "   ← key position": "   ← 键的位置",
-    "head 2's output by hand = attention_by_hand's: {shape}": "手算的 2 号头输出 = attention_by_hand 的输出：{shape}",
+    "head 2's output by hand = the trace's z: {shape}": "手算的 2 号头输出 = 追踪记录中的 z：{shape}",
     "o_proj(all {n} heads) = the trace's attn_out: {shape}": "o_proj（全部 {n} 个头）= 追踪记录中的 attn_out：{shape}",
     # chapter 4
     "all {L} layers: cache = prefill's K and V = the uncached run's K and V":
