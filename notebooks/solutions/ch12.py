@@ -11,11 +11,25 @@ from teachllm.serving.workload import LONG_TEXT
 
 lm = tl.load(device="cpu", dtype="float32")
 tok = lm.tokenizer
-questions = ["What is the capital of France?", "What is 2 + 2?", "Is the sun a star?"]
+# The run of 12.3: five chat questions, at most three at once, 4-token blocks, request 0 one iteration ahead.
+questions = ["What is the capital of France?", "What is 2 + 2?", "Is the sun a star?",
+             "What is the capital of Italy?", "What do bees make?"]
 chats = [tok.encode(tok.apply_chat_template([{"role": "user", "content": q}])) for q in questions]
-params = tl.SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+params = tl.SamplingParams(temperature=0, max_tokens=32)
+
+
+def run_of_12_3(num_blocks):
+    """The five requests as 12.3 runs them, on a pool of `num_blocks` blocks of 4 tokens."""
+    engine = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=num_blocks))
+    ids = [engine.add_request(chats[0], params)]
+    engine.step()  # iteration 0: request 0 prefills alone
+    ids += [engine.add_request(chat, params) for chat in chats[1:]]
+    return engine.drain(ids, first_iteration=0)
+
+
+large = run_of_12_3(28)
 # Each request stores prompt + output − 1 tokens (the last sampled token is never run through the model).
-lengths = [len(c) + params.max_tokens - 1 for c in chats]
+lengths = [r.prompt_len + r.output_len - 1 for r in large.requests]
 
 # %% Exercise 1
 # Slots allocated, wasted, and block-table entries, for block sizes 1, 4, 16, 64.
@@ -47,12 +61,10 @@ def count_preemptions(run):
 
 
 same_tokens_small_pool = True
-large = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=64)).run(chats, params)
-need = sum(math.ceil(n / 4) for n in lengths)
-small = ServingEngine(lm, ServingConfig(max_num_seqs=3, block_size=4, num_blocks=need // 2)).run(chats, params)
+small = run_of_12_3(24)
 preempted = count_preemptions(small)
-print(f"{need} blocks needed without sharing, {need // 2} in the pool: {preempted} preemptions, "
-      f"{small.iterations} iterations against {large.iterations}")
+print(f"24 blocks in the pool: {preempted} preemptions, {len(small.timeline)} iterations against "
+      f"{len(large.timeline)}")
 assert ([o.token_ids for o in small.outputs] == [o.token_ids for o in large.outputs]) is same_tokens_small_pool
 assert preempted == sum(r.num_preemptions for r in small.requests) > 0
 

@@ -192,7 +192,8 @@ for step in tl.generation_steps(lm, [ids], params):
 # Engines and benchmarks use "tokens/s" for both of the middle rows, which is why two reports of the same
 # run can disagree. In this course **tokens/s always means output tokens ÷ end-to-end time**, TTFT
 # included (`Metrics.tokens_per_s`); $1/\mathrm{TPOT}$ is called the **decode rate**. As long as TTFT is longer
-# than TPOT, the decode rate is the higher of the two, and the gap is the prefill: the shorter the answer, the more TTFT weighs in tokens/s.
+# than TPOT, the decode rate is higher than tokens/s, and the gap between them is the prefill: the shorter the
+# answer, the more TTFT weighs in tokens/s.
 #
 # Timings depend on the machine, so this cell's output differs from run to run.
 

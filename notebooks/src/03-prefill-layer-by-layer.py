@@ -124,7 +124,10 @@ assert torch.equal(stages[0].output[0], lm.model.embed_tokens.weight[ids])  # th
 # our layer 0), "Position Encoding" (添加位置信息),
 # which the line above leaves out. Llama-family models add no position vector there: a token has the same embedding wherever it stands. Positions enter inside every
 # attention layer, where **RoPE** (rotary position embedding) rotates the queries and keys by an angle that depends on the position.
-# ` capital` is token 1 and token 8 of our prompt:
+# ` capital` is token 1 and token 8 of our prompt. Below, their embeddings are identical, and after layer 0 they
+# differ. Two things make them differ: the tokens before them are not the same, so attention reads different inputs,
+# and RoPE rotates their queries and keys by different angles. So the comparison shows only that the position is not
+# in the embedding; it does not isolate what RoPE does:
 
 # %% slide={"title": {"en": "Where positions enter", "zh": "位置信息从哪里进入"}}
 print(viz.tr("{pieces} same id: {same}", pieces=tok.pieces([ids[1], ids[8]]), same=ids[1] == ids[8]))
@@ -227,7 +230,7 @@ print(viz.tr("mean attention on the previous token: {mean:.3f}", mean=float(prev
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"say": ["In all rows but"]}
 # In all rows but row 0 (nothing before it) and the `.` (which looks at itself) the largest weight sits one
 # place left of the diagonal: head 2 of layer 1 is a **previous-token head**. It copies information about token $i - 1$ into
-# token $i$'s vector, so that later layers can ask "which token came before me?" (3.6 shows one that does).
+# token $i$'s vector, so that later layers can ask "which token came before me?" (3.6 shows a head in a later layer that seems to use it).
 #
 # ## 3.4 One head by hand
 #

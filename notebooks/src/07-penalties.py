@@ -152,8 +152,10 @@ for r in (1.0, 1.05, 1.3):
 # penalty, one about the model. First, the tokenizer is
 # byte-level: a Chinese character is three bytes in UTF-8, and most characters of the question take two
 # tokens, a first piece and a one-byte tail. The next cell prints each character with its bytes and its
-# token ids. A tail is shared by every character that ends in the same byte: 句 and 春 end in the same one. Second, the repetition penalty counts the prompt. So
-# every piece of the question's characters is penalised, and through the shared tails, characters the
+# token ids. The pieces are shared: a tail by every character that ends in the same byte (句 and 春 end in the same
+# one), and a first piece by every character that starts with the same two bytes (春 starts like 明, 星 and 昨).
+# Second, the repetition penalty counts the prompt. So
+# every piece of the question's characters is penalised, and through the shared pieces, characters the
 # question never used. The cell after it looks at the answer's first token, without the penalty and with it
 # (a piece that is not a whole character prints as `'�'`):
 
@@ -161,6 +163,7 @@ for r in (1.0, 1.05, 1.3):
 for ch in "写一句关于春天的话。":  # each character, its UTF-8 bytes, its token ids
     print(f"{ch}  {ch.encode().hex(' ')}  {tok.encode(ch)}")
 assert tok.encode("句")[-1] == tok.encode("春")[-1]  # one tail token, two characters
+assert tok.encode("春")[0] == tok.encode("明")[0] == tok.encode("星")[0]  # one first piece, several characters
 
 # %% slide={"title": {"en": "The answer's first token", "zh": "回答的第一个 token"}, "code": [1, [4, 8]]}
 first = lm.forward(spring_ids)[0, -1]  # [V]: the logits of the answer's first token
@@ -177,7 +180,8 @@ for r in (1.0, 1.05):
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "What the penalty cannot tell apart", "zh": "惩罚分不清什么"}}
 # Without the penalty, the model's first choice is the first piece of 春, the word the question is about (the cell
-# asserts that it is the token the prompt's 春 starts with, and that its logit is positive). The penalty divides its logit and
+# asserts that it is the token the prompt's 春 starts with, and that its logit is positive). That piece also starts
+# 明 and 星, so its p belongs to the shared piece, not to 春 alone. The penalty divides its logit and
 # lowers every token of the prompt the same way, and an English opening, `The`, takes its place; the probability of
 # all Chinese pieces together drops as well. Third, this small model barely learned Chinese (chapter 2). Even
 # without the penalty its first choice is far from certain, and the Chinese pieces together hold only a small part

@@ -11,8 +11,8 @@
 # - Why batching makes decode cheaper per token: one decode step reads every weight once, whatever the batch.
 # - What an engine **iteration** is, and how a scheduler fills it with decodes and prefills.
 # - **Static batching**: short requests wait for the longest one in their batch. **Continuous batching**:
-#   requests join and leave every iteration.
-# - **Chunked prefill**: a long prompt split across iterations under a token budget, so it does not
+#   requests may join or leave at any iteration.
+# - **Chunked prefill**: a long prompt split across iterations under each iteration's token budget, so it does not
 #   stall everyone else's decode.
 #
 # The engine is `teachllm.serving` (one file per concept: `config.py`, `request.py`, `scheduler.py`,
@@ -119,8 +119,8 @@ for n_rows in (1, 2, 8):
                  rate=n_rows / seconds))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# One row goes through the LM head much faster than two (GEMV against GEMM), and eight rows take about
-# as long as two. Batching is what makes serving many users affordable; the rest of the chapter is about
+# On this machine, one row goes through the LM head much faster than two (GEMV against GEMM), and eight rows take
+# about as long as two (the timings change from run to run, and on another machine the order may differ). Batching is what makes serving many users affordable; the rest of the chapter is about
 # *how* to batch requests that arrive at different times and want different lengths.
 #
 # ## 11.2 An engine that serves many requests
@@ -136,7 +136,9 @@ for n_rows in (1, 2, 8):
 # 4. finished requests leave and free their KV cache; the iteration goes into the run's **timeline**.
 #
 # With greedy decoding every request must get exactly the tokens `lm.generate` gives it alone — batching
-# changes *when* a token is computed, not *which*:
+# changes *when* a token is computed, not *which*. This model runs in float32 here; in half precision (bfloat16
+# or float16), batches of other shapes round differently, and where two tokens' logits nearly tie the result may
+# part (the code below allows for that):
 
 # %% slide={"title": {"en": "Three requests, one engine", "zh": "一个引擎，三个请求"}, "code": [[4, 9]], "output": [[1, 3], [6, 10]]}
 questions = ["What is the capital of France?", "What colour is the sky?", "What is 2 + 2?"]

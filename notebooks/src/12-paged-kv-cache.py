@@ -92,8 +92,9 @@ for template, slots in (("Llama-2-7B, contiguous: {gib:.2f} GiB", usage.contiguo
 print(viz.tr("Llama-2-7B, one token: {mib:.2f} MiB", mib=tl.cost.kv_cache_bytes(llama2_7b, 1, dtype="float16") / 2**20))
 
 # %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Reservations cut free memory into holes", "zh": "预留把空闲内存切成碎块"}}
-# Reservations also cut the free memory into pieces (§7.2 names "severe memory fragmentation" among the
-# problems of contiguous caches). Put the three
+# Reservations also cut the free memory into holes that do not join up: external fragmentation. (Elsewhere in this
+# chapter, fragmentation means the other kind, slots allocated but unused.) §7.2 names "severe memory fragmentation"
+# among the problems of contiguous caches. Put the three
 # reservations one after another in a pool of 2600 slots, then let the 500-slot request finish, and ask
 # for room for a new request that may need 700 tokens:
 
@@ -279,7 +280,8 @@ print(viz.tr("mean over {n} iterations: paged wastes {paged:.1%} of what it allo
 # Three requests stop early at `<|im_end|>` (8 to 12 tokens of the 32 allowed), so the slots reserved
 # for their output stay mostly empty; paging wastes at most three slots per request, and holds the shared
 # prefix once for everybody. *LLM Inference Flow* §7.3 claims "no fragmentation" for blocks, and it is nearly
-# true: waste is bounded by one block per request, and the block size sets that bound (exercise 1).
+# true: any free block will do, so there are no holes as in 12.1; the slots allocated but unused remain, less than
+# one block per request, and the block size sets that bound (exercise 1).
 #
 # ## 12.5 The same logits
 #
@@ -355,12 +357,12 @@ print(viz.tr("{n} tokens: contiguous {c_slots} slots = {c_mib:.2f} MiB, paged {p
 #
 # ## Exercises
 # 1. Smaller blocks waste less, but each request needs a longer block table, and a real kernel reads more,
-#    smaller pieces. For the five requests of 12.3 (at their final lengths), compute the slots allocated, the
-#    slots wasted and the block-table entries for block sizes 1, 4, 16 and 64. Write
+#    smaller pieces. For the five requests of 12.3 (at the tokens each finally stores in the cache: prompt +
+#    output − 1, since the last output token is never written), compute the slots allocated, the slots wasted and the block-table entries for block sizes 1, 4, 16 and 64. Write
 #    `block_usage(lengths, block_size)`, returning the three counts `(allocated, wasted, entries)` for requests
 #    of `lengths` tokens.
-# 2. What happens when the pool is too small? Run the five requests of 12.3 at once with 24 blocks of 4 tokens.
-#    Do they still get the tokens they got before? Write `count_preemptions(run)`, how many times the run sent a
+# 2. What happens when the pool is too small? Run the five requests as 12.3 does (at most three at once, request
+#    0 one iteration ahead), only on a pool of 24 blocks of 4 tokens. Do they still get the tokens they got before? Write `count_preemptions(run)`, how many times the run sent a
 #    request back to the queue, and set `same_tokens_small_pool` to True or False.
 # 3. A prompt of exactly 16 tokens is sent twice, with blocks of 16. How many of its tokens does the second
 #    request find in the cache, and why not all of them? Write `tokens_found_again(prompt_len, block_size)`, the
