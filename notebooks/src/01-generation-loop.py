@@ -16,7 +16,8 @@
 #   token per pass, reusing what was computed before through the KV cache).
 # - How to read the numbers a serving engine reports: **TTFT**, **time per output token**, **tokens/s**.
 #
-# Everything runs on a laptop CPU in a few seconds. Each later chapter opens up one stage.
+# Everything runs on a laptop CPU in a few seconds. The later chapters open up these stages one by one, then turn
+# to cost and serving.
 
 # %% slide={"code": [9, 10]}
 import torch

@@ -249,7 +249,8 @@ viz.DistributionExplorer(lm, prompt, output=tok.decode(loop_ids[:k]))
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ## 7.4 No-repeat n-gram (a hard ban)
 #
-# With `no_repeat_ngram_size = n`, no sequence of *n* tokens may occur twice (prompt included). Before each
+# With `no_repeat_ngram_size = n`, the model may not write a token that makes a sequence of *n* tokens occur again
+# (the prompt's n-grams count too; repeats already in the prompt stay, since the ban acts on new tokens). Before each
 # token: take the last *n* − 1 tokens; wherever they occurred earlier, the token that followed them there is
 # banned (logit −∞).
 
