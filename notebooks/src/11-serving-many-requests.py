@@ -140,7 +140,7 @@ for n_rows in (1, 2, 8):
 # or float16), batches of other shapes round differently, and where two tokens' logits nearly tie the result may
 # part (the code below allows for that):
 
-# %% slide={"title": {"en": "Three requests, one engine", "zh": "一个引擎，三个请求"}, "code": [[4, 9]], "output": [[1, 3], [6, 10]]}
+# %% slide={"title": {"en": "Three requests, one engine", "zh": "一个引擎，三个请求"}, "code": [[4, 10]], "output": [[1, 3], [6, 10]]}
 questions = ["What is the capital of France?", "What colour is the sky?", "What is 2 + 2?"]
 chats = [tok.apply_chat_template([{"role": "user", "content": q}]) for q in questions]
 greedy = tl.SamplingParams(temperature=0, max_tokens=12)
@@ -148,7 +148,8 @@ engine = ServingEngine(lm, ServingConfig(policy="continuous", max_num_seqs=4))
 run = engine.run(chats, greedy)
 for chat, out in zip(chats, run.outputs, strict=True):
     alone = lm.generate(chat, greedy)
-    assert out.token_ids == alone.token_ids  # the same tokens as the request alone
+    assert out.token_ids == alone.token_ids or (lm.dtype != torch.float32 and agree_until_a_near_tie(  # 16 bits
+        lm, tok.encode(chat), alone.token_ids, out.token_ids, tl.tolerance(lm.dtype).steps))  # same tokens as alone
     print(f"{out.finish_reason:<7} {out.text!r}")
 print("\n" + viz.tr("{n} iterations, {calls} forward calls; the first two:", n=run.iterations, calls=run.forward_calls))
 for record in run.timeline[:2]:
