@@ -55,7 +55,7 @@ longer = ids + [next_id]
 long_logits = lm.forward(longer, trace=long_trace)  # [1, S + 1, V]
 print(viz.tr("S = {S} tokens, then {n}: the model appended {token!r}", S=S, n=S + 1, token=tok.token_text(next_id)))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Old rows against new rows, capture by capture", "zh": "逐个捕获对比旧行与新行"}, "say": true}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "Old rows against new rows, capture by capture", "zh": "逐个张量对比旧行与新行"}, "say": true}
 # Now compare the two runs, capture by capture. For every tensor we ask: are rows 0 … 11 (the old tokens)
 # the same in both runs? For the attention scores and probabilities, a row is a query and a column a key;
 # the 13-token run also has a new **column** (key 12) in the old rows.
@@ -219,7 +219,7 @@ for i in range(L):
     assert same(cache.keys(i), short_trace.layers[i].k) and same(cache.values(i), short_trace.layers[i].v)
 print(viz.tr("all {L} layers: cache = prefill's K and V = the uncached run's K and V", L=L))
 
-# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step writes slot 12", "zh": "一步解码写入第 12 个槽"}}
+# %% [markdown] slideshow={"slide_type": "subslide"} slide={"title": {"en": "One decode step writes slot 12", "zh": "一步解码写入 12 号槽位"}}
 # One decode step feeds the chosen token, writes its K and V into slot 12, and moves `length` on by one.
 # The numbers it writes are those of the 13-token uncached run (up to float32 rounding: one run multiplied
 # a single row, the other 13 rows at once, and the sums come out in a different order):

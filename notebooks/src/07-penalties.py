@@ -152,8 +152,8 @@ for r in (1.0, 1.05, 1.3):
 # penalty, one about the model. First, the tokenizer is
 # byte-level: a Chinese character is three bytes in UTF-8, and most characters of the question take two
 # tokens, a first piece and a one-byte tail. The next cell prints each character with its bytes and its
-# token ids. The pieces are shared: a tail by every character that ends in the same byte (句 and 春 end in the same
-# one), and a first piece by every character that starts with the same two bytes (春 starts like 明, 星 and 昨).
+# token ids. The pieces are shared: a tail, as a rule, by the characters that end in the same byte (句 and 春 end in
+# the same one), and a first piece by those that start with the same two bytes (春 starts like 明, 星 and 昨).
 # Second, the repetition penalty counts the prompt. So
 # every piece of the question's characters is penalised, and through the shared pieces, characters the
 # question never used. The cell after it looks at the answer's first token, without the penalty and with it
